@@ -1,0 +1,110 @@
+// One sample of a node: plain data, filled by sources, read by deltas, rules and sinks.
+//
+// Value rule (ARCHITECTURE.md): a counter that is missing, unreadable or not a valid unsigned 64-bit
+// integer is std::nullopt (serialised as null or left out) and named in `warnings` -- never 0.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace stallscope {
+
+inline constexpr const char* kSnapshotSchema = "stallscope.snapshot/1";
+
+using Counter = std::optional<std::uint64_t>;
+using Gauge = std::optional<double>;
+// Raw counter name (as the kernel/NIC names it) -> value; null when the file held garbage.
+using CounterMap = std::map<std::string, Counter>;
+
+struct JobContext {
+    std::string scheduler = "none";  // slurm | kubernetes | none
+    std::string job_id, step_id, job_name, user, nodelist, node_id;
+    std::vector<std::string> gpus;  // the step's GPUs as the scheduler names them (global gres indices)
+    std::vector<std::string> visible_devices;  // CUDA_VISIBLE_DEVICES / ROCR_VISIBLE_DEVICES entries
+    std::string pod, namespace_name;
+};
+
+struct Psi {
+    Gauge cpu_some_avg10, cpu_some_avg60;
+    Gauge io_some_avg10, io_some_avg60, io_full_avg10, io_full_avg60;
+    Gauge memory_some_avg10, memory_some_avg60, memory_full_avg10, memory_full_avg60;
+    // Lifetime stall time in microseconds ("total=" field); deltas of these are exact, avg10 is smoothed.
+    Counter cpu_some_total_us, io_some_total_us, io_full_total_us, memory_some_total_us, memory_full_total_us;
+};
+
+struct HostStats {
+    Gauge load1, load5, load15;
+    Counter mem_total_bytes, mem_available_bytes;
+    Counter procs_running, procs_blocked;
+    Counter oom_kills;  // /proc/vmstat oom_kill, lifetime
+    Psi psi;
+};
+
+// One row of /proc/net/dev plus what ethtool adds for the same interface.
+struct NetInterface {
+    std::string name;
+    Counter rx_bytes, rx_packets, rx_errors, rx_dropped, rx_fifo, rx_frame, rx_compressed, rx_multicast;
+    Counter tx_bytes, tx_packets, tx_errors, tx_dropped, tx_fifo, tx_colls, tx_carrier, tx_compressed;
+    // ethtool -S fields that matter for PFC/backpressure (rx_pause, tx_prio3_pause, *_pause_duration,
+    // tx_pause_storm_warning_events, rx_discards_phy, ...), raw names. Empty when ethtool gave nothing.
+    CounterMap pause;
+};
+
+struct RdmaPort {
+    std::string device;  // mlx5_0
+    int port = 0;
+    std::string state, phys_state;  // "ACTIVE", "LinkUp" (numeric prefix stripped)
+    Gauge rate_gbps;
+    std::string link_layer;  // InfiniBand | Ethernet
+    std::string netdev;      // the netdev behind a RoCE port, "" when none
+    CounterMap counters;     // ports/N/counters/*
+    CounterMap hw_counters;  // ports/N/hw_counters/*
+    Counter rx_bytes, tx_bytes;  // port_rcv_data * 4, port_xmit_data * 4
+    std::string key() const { return device + "/" + std::to_string(port); }
+};
+
+struct Gpu {
+    int index = -1;  // the source's own index (NVML index, drm card number)
+    std::string uuid, pci_bus_id, name, vendor;  // vendor: nvidia | amd
+    std::optional<int> minor_number;  // /dev/nvidia<minor>
+    Gauge utilization_pct;
+    Counter memory_used_bytes, memory_total_bytes;
+    Gauge temperature_c, power_w, power_limit_w;
+    Counter sm_clock_mhz, max_sm_clock_mhz;
+    Counter throttle_reasons_mask;              // raw NVML clocks-event bitmask
+    std::vector<std::string> throttle_reasons;  // decoded names
+    Counter violation_power_ns, violation_thermal_ns;  // NVML violation time counters, lifetime
+    Counter ecc_uncorrected;                           // volatile uncorrected ECC errors
+    Counter ecc_corrected;
+    Counter remapped_rows_pending, remapped_rows_failure;  // 0/1 flags from NVML
+    Counter energy_mj;                                     // total energy since driver load
+    std::vector<int> xid;  // Xid codes seen for this GPU during the last interval
+};
+
+// An Xid line from the kernel log (kmsg), already mapped to a GPU when the PCI id matched one.
+struct XidEvent {
+    int code = 0;
+    std::string pci_bus_id;
+    int gpu_index = -1;
+    std::string severity;  // critical | warning | info (node-health-anchors.md section 6)
+    std::string message;   // the rest of the kernel line
+};
+
+struct Snapshot {
+    double time = 0;  // seconds since the epoch, UTC
+    std::string host;
+    JobContext context;
+    HostStats host_stats;
+    std::vector<NetInterface> interfaces;
+    std::vector<RdmaPort> rdma;
+    std::vector<Gpu> gpus;
+    std::vector<XidEvent> xid_events;
+    std::vector<std::string> warnings;  // one per missing/unreadable/garbage input, naming the file/device
+    // Collectors that failed or overran their deadline this sample (name -> why); drives UNKNOWN.
+    std::map<std::string, std::string> collector_failures;
+};
+
+}  // namespace stallscope

@@ -1,0 +1,21 @@
+// A data source fills its part of a Snapshot. Sources keep state between samples (open fds, files known
+// to be unsupported, a dlopen handle), so one instance lives as long as the sampler.
+#pragma once
+
+#include <string_view>
+
+#include "libstallscope/model/snapshot.h"
+
+namespace stallscope {
+
+class Source {
+public:
+    virtual ~Source() = default;
+    // Short stable name used in collector_failures and warnings: "procfs", "infiniband", "nvml", ...
+    virtual std::string_view name() const = 0;
+    // Adds this source's data and one warning per bad input to `snapshot`. Bad input never throws;
+    // an exception escaping here is treated as a crashed collector (UNKNOWN with a reason).
+    virtual void sample(Snapshot& snapshot) = 0;
+};
+
+}  // namespace stallscope
