@@ -1,0 +1,122 @@
+#include "libstallscope/model/snapshot_json.h"
+
+#include <doctest/doctest.h>
+
+using namespace stallscope;
+
+namespace {
+
+// Every field set to a distinct, awkward value: a field the writer or reader forgets breaks equality.
+Snapshot full_snapshot() {
+    Snapshot s;
+    s.time = 1795160401.123456789;
+    s.host = "gpu-node-07";
+    s.context = {"slurm", "4242", "0", "train", "alice", "gpu-node-[07-08]", "0", {"0", "1"}, {"0", "1"}, "", ""};
+    auto& h = s.host_stats;
+    h.load1 = 1.25;
+    h.load5 = 0.1 + 0.2;  // not representable exactly: must still round-trip
+    h.mem_total_bytes = 2199023255552ull;
+    h.mem_available_bytes = 18446744073709551615ull;
+    h.procs_blocked = 3;
+    h.oom_kills = 1;
+    h.psi.memory_full_avg10 = 12.5;
+    h.psi.io_full_total_us = 123456789;
+    NetInterface eth;
+    eth.name = "eth0";
+    eth.rx_bytes = 10;
+    eth.tx_carrier = 2;
+    eth.pause = {{"rx_prio3_pause", 77}, {"tx_pause_storm_warning_events", std::nullopt}};
+    s.interfaces = {eth};
+    RdmaPort p;
+    p.device = "mlx5_0";
+    p.port = 1;
+    p.state = "ACTIVE";
+    p.phys_state = "LinkUp";
+    p.rate_gbps = 2.5;
+    p.link_layer = "Ethernet";
+    p.netdev = "ens1f0np0";
+    p.counters = {{"port_rcv_data", 100}, {"symbol_error", std::nullopt}};
+    p.hw_counters = {{"np_cnp_sent", 5}};
+    p.rx_bytes = 400;
+    s.rdma = {p};
+    Gpu g;
+    g.index = 3;
+    g.uuid = "GPU-1";
+    g.pci_bus_id = "00000000:18:00.0";
+    g.name = "NVIDIA H100 80GB HBM3";
+    g.vendor = "nvidia";
+    g.minor_number = 3;
+    g.utilization_pct = 97;
+    g.memory_used_bytes = 1;
+    g.memory_total_bytes = 2;
+    g.temperature_c = 71;
+    g.power_w = 612.345;
+    g.power_limit_w = 700;
+    g.sm_clock_mhz = 1980;
+    g.max_sm_clock_mhz = 1980;
+    g.throttle_reasons_mask = 0x4;
+    g.throttle_reasons = {"sw_power_cap"};
+    g.violation_power_ns = 9;
+    g.violation_thermal_ns = 8;
+    g.ecc_uncorrected = 0;
+    g.ecc_corrected = 4;
+    g.remapped_rows_pending = 1;
+    g.remapped_rows_failure = 0;
+    g.energy_mj = 123456;
+    g.xid = {79};
+    s.gpus = {g};
+    s.xid_events = {{79, "0000:18:00", 3, "critical", "GPU has fallen off the bus."}};
+    s.warnings = {"mlx5_0/1: counters/symbol_error: not a number 'x'"};
+    s.collector_failures = {{"nvml", "timed out after 5 s"}};
+    return s;
+}
+
+}  // namespace
+
+TEST_CASE("a snapshot survives the JSON round trip bit for bit") {
+    const Snapshot s = full_snapshot();
+    const std::string text = to_json(s).dump();
+    std::vector<std::string> problems;
+    const Snapshot back = snapshot_from_json(Json::parse(text), problems);
+    CHECK(problems.empty());
+    CHECK(to_json(back).dump() == text);
+    CHECK(back.time == s.time);
+    CHECK(back.host_stats.load5 == s.host_stats.load5);
+    CHECK(back.gpus.at(0).power_w == s.gpus.at(0).power_w);
+    CHECK(back.host_stats.mem_available_bytes == 18446744073709551615ull);
+}
+
+TEST_CASE("the snapshot JSON has the contract keys and writes missing counters as null, not 0") {
+    const Json j = to_json(full_snapshot());
+    CHECK(j["schema"] == "stallscope.snapshot/1");
+    CHECK(j["time"] == "2026-11-20T07:40:01.123Z");
+    CHECK(j["rdma"][0]["counters"]["symbol_error"].is_null());
+    CHECK(j["host_stats"]["procs_running"].is_null());
+    CHECK(j["interfaces"][0]["pause"]["tx_pause_storm_warning_events"].is_null());
+    for (const char* key : {"context", "host_stats", "interfaces", "rdma", "gpus", "warnings"})
+        CHECK(j.contains(key));
+}
+
+TEST_CASE("a timeline line with wrong types degrades to missing fields and named problems") {
+    std::vector<std::string> problems;
+    const Json bad = Json::parse(R"({"time": "2026-11-22T05:00:00Z", "host": "n1",
+        "host_stats": {"load1": "high", "oom_kills": -3},
+        "gpus": [{"index": 0, "utilization_pct": "97%"}, 5],
+        "rdma": {"not": "an array"}})");
+    const Snapshot s = snapshot_from_json(bad, problems);
+    CHECK(s.time == doctest::Approx(1795330800.0));
+    CHECK_FALSE(s.host_stats.load1);
+    CHECK_FALSE(s.host_stats.oom_kills);
+    REQUIRE(s.gpus.size() == 1);
+    CHECK_FALSE(s.gpus[0].utilization_pct);
+    CHECK(s.rdma.empty());
+    CHECK(problems.size() == 5);
+}
+
+TEST_CASE("RFC 3339 times parse and print in UTC") {
+    CHECK(parse_rfc3339("1970-01-01T00:00:01.500Z") == doctest::Approx(1.5));
+    CHECK(parse_rfc3339("2026-11-22T05:00:00+00:00") == doctest::Approx(1795330800.0));
+    CHECK_FALSE(parse_rfc3339("yesterday"));
+    CHECK_FALSE(parse_rfc3339("2026-11-22T05:00:00+02:00"));
+    CHECK(format_rfc3339(1.9996) == "1970-01-01T00:00:02.000Z");
+}
