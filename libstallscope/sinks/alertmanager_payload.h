@@ -1,0 +1,60 @@
+// Alertmanager API v2 payloads, independent of HTTP (and of libcurl): URL normalisation and the
+// tracker that turns profile reasons into firing/resolved alerts the way Prometheus does.
+//
+// Client semantics followed (Prometheus notifier): a firing alert is re-sent every resend interval with
+// endsAt = now + 4 * resend interval, so if stallscope dies its alerts expire on their own; a reason
+// that clears is sent once more with endsAt = now (resolved). Alertmanager identifies an alert by its
+// label set, so labels carry nothing that changes while the condition lasts (numbers go in annotations).
+//
+// Labels: alertname (StallscopeFabricCongestion, from the reason code), reason (the code itself),
+// severity (warning | critical), category, subject (when set), then the context labels: static labels,
+// host, scheduler, job_id, step_id. Annotations: summary (the reason message), description (message,
+// evidence, job and profile), evidence (compact JSON).
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "libstallscope/model/profile.h"
+#include "libstallscope/model/snapshot.h"
+#include "libstallscope/sinks/sink_labels.h"
+
+namespace stallscope {
+
+// Accepts an Alertmanager base URL (http://am:9093, with or without a route prefix like /alertmanager)
+// or the full /api/v2/alerts URL (a v1 URL is rewritten to v2: v1 was removed in Alertmanager 0.27).
+// Returns the POST URL, or nullopt with `error` set for a non-http(s) or empty URL.
+std::optional<std::string> normalize_alertmanager_url(std::string_view url, std::string& error);
+
+// "2024-05-01T12:00:00.250Z" (RFC 3339, UTC, milliseconds).
+std::string format_rfc3339(double epoch_seconds);
+
+class AlertTracker {
+  public:
+    AlertTracker(Labels static_labels, double resend_interval_seconds, std::string generator_url = {});
+
+    // Feed one sample. Returns the JSON array to POST now, or "" when nothing is due (no alert started
+    // or ended and the resend interval has not elapsed).
+    std::string update(const Snapshot& snapshot, const Profile& profile);
+    // Resolve every active alert at `now` (shutdown). "" when none is active.
+    std::string resolve_all(double now);
+
+    std::size_t active() const { return active_.size(); }
+
+  private:
+    struct Alert {
+        std::string labels_json, annotations_json;  // rendered once per update
+        double starts_at = 0;
+    };
+    std::string render(double now, const std::map<std::string, Alert>& resolved);
+
+    Labels static_labels_;
+    double resend_interval_;
+    std::string generator_url_;
+    std::map<std::string, Alert> active_;  // key: canonical labels JSON
+    double last_sent_ = -1;
+};
+
+}  // namespace stallscope
