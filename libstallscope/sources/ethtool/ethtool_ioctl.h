@@ -1,0 +1,50 @@
+// The SIOCETHTOOL ioctl for NIC statistics (what `ethtool -S` does, without forking it):
+// ETHTOOL_GSSET_INFO (how many) -> ETHTOOL_GSTRINGS (names, once) -> ETHTOOL_GSTATS (values, per sample),
+// all on one datagram socket kept open for the life of the source.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace stallscope {
+
+enum class EthtoolStatus {
+    ok,
+    unsupported,  // EOPNOTSUPP / EINVAL: the driver has no statistics; do not ask again
+    gone,         // ENODEV / ENXIO: the interface disappeared
+    error,        // anything else (EPERM, EFAULT, ...): warn
+};
+
+class EthtoolSocket {
+  public:
+    EthtoolSocket();  // AF_INET dgram, else AF_UNIX dgram (a netns without IPv4)
+    EthtoolSocket(const EthtoolSocket&) = delete;
+    EthtoolSocket& operator=(const EthtoolSocket&) = delete;
+    ~EthtoolSocket();
+
+    bool ok() const { return fd_ >= 0; }
+    const std::string& open_error() const { return open_error_; }
+
+    // Number of ETH_SS_STATS strings the driver has now.
+    EthtoolStatus stat_count(const std::string& ifname, std::uint32_t& count, std::string& error);
+    // All ETH_SS_STATS names, `count` of them.
+    EthtoolStatus stat_names(const std::string& ifname, std::uint32_t count, std::vector<std::string>& names,
+                             std::string& error);
+    // The values. `buffer` is the caller's, reused between samples; it must hold a struct ethtool_stats
+    // header plus more u64 slots than the driver can return, because the kernel ignores the n_stats the
+    // caller passes and writes as many values as the driver has *now* (see ethtool_source.cc). On return
+    // `values` points into `buffer` and `n_stats` is what the kernel wrote.
+    EthtoolStatus stats(const std::string& ifname, std::vector<std::uint64_t>& buffer,
+                        const std::uint64_t*& values, std::uint32_t& n_stats, std::string& error);
+
+    // u64 slots `buffer` needs for `count` statistics with room for a count that grew meanwhile.
+    static std::size_t stats_buffer_slots(std::uint32_t count);
+
+  private:
+    EthtoolStatus call(const std::string& ifname, void* data, std::string& error);
+    int fd_ = -1;
+    std::string open_error_;
+};
+
+}  // namespace stallscope
