@@ -56,8 +56,10 @@ std::vector<std::string> Reader::strings(const char* key) const {
         return out;
     }
     for (const auto& item : *v) {
-        if (item.is_string()) out.push_back(item.get<std::string>());
-        else if (item.is_number_integer()) out.push_back(std::to_string(item.get<std::int64_t>()));
+        if (item.is_string())
+            out.push_back(item.get<std::string>());
+        else if (item.is_number_integer())
+            out.push_back(std::to_string(item.get<std::int64_t>()));
     }
     return out;
 }

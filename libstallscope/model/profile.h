@@ -18,30 +18,30 @@ using EvidenceValue = std::variant<double, std::string>;
 using Evidence = std::map<std::string, EvidenceValue>;
 
 struct Reason {
-    std::string code;      // stable snake_case id: fabric_congestion, gpu_thermal_throttle, ...
-    std::string category;  // gpu | fabric | network | system | profiler | telemetry | nccl
-    std::string severity;  // info | warning | critical
-    std::string label;     // the label this reason pushes towards: SLOW | FAIL_RISK | UNKNOWN | FAST
-    std::string subject;   // what it is about: "mlx5_0/1", "GPU-1234…", "eth0", "host"
-    std::string message;   // one human sentence naming the subject and the numbers
-    Evidence evidence;     // the numbers that fired, with their thresholds
+    std::string code;       // stable snake_case id: fabric_congestion, gpu_thermal_throttle, ...
+    std::string category;   // gpu | fabric | network | system | profiler | telemetry | nccl
+    std::string severity;   // info | warning | critical
+    std::string label;      // the label this reason pushes towards: SLOW | FAIL_RISK | UNKNOWN | FAST
+    std::string subject;    // what it is about: "mlx5_0/1", "GPU-1234…", "eth0", "host"
+    std::string message;    // one human sentence naming the subject and the numbers
+    Evidence evidence;      // the numbers that fired, with their thresholds
     double first_seen = 0;  // sample time (epoch seconds) when this reason first fired in the run
 };
 
 struct Profile {
     std::string label = kLabelUnknown;
     double confidence = 0;
-    std::vector<Reason> reasons;  // reasons[0] is the root cause
+    std::vector<Reason> reasons;              // reasons[0] is the root cause
     std::string bottleneck_hint = "unknown";  // compute | network | memory | mixed | unknown
     std::string unknown_reason;               // set when label is UNKNOWN
 };
 
 // One reason across a whole step: when it was first and last seen and how much of the step it covered.
 struct ReasonSummary {
-    Reason reason;  // the first occurrence (evidence of the sample where it first fired)
+    Reason reason;            // the first occurrence (evidence of the sample where it first fired)
     Evidence worst_evidence;  // evidence of the sample where it was worst, when the rule ranks them
     double last_seen = 0;
-    int samples = 0;             // samples in which it fired
+    int samples = 0;              // samples in which it fired
     double duration_seconds = 0;  // sum of the intervals in which it fired
     double share = 0;             // duration / step duration, 0..1
 };

@@ -19,15 +19,21 @@ Json number_json(double v) {
 Json evidence_to_json(const Evidence& evidence) {
     Json o = Json::object();
     for (const auto& [key, value] : evidence) {
-        if (const double* d = std::get_if<double>(&value)) o[key] = number_json(*d);
-        else o[key] = std::get<std::string>(value);
+        if (const double* d = std::get_if<double>(&value))
+            o[key] = number_json(*d);
+        else
+            o[key] = std::get<std::string>(value);
     }
     return o;
 }
 
 Json to_json(const Reason& r) {
-    Json o{{"code", r.code},       {"category", r.category}, {"severity", r.severity},
-           {"label", r.label},     {"subject", r.subject},   {"message", r.message},
+    Json o{{"code", r.code},
+           {"category", r.category},
+           {"severity", r.severity},
+           {"label", r.label},
+           {"subject", r.subject},
+           {"message", r.message},
            {"evidence", evidence_to_json(r.evidence)}};
     o["first_seen"] = format_rfc3339(r.first_seen);
     return o;

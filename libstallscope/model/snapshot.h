@@ -58,24 +58,24 @@ struct RdmaPort {
     int port = 0;
     std::string state, phys_state;  // "ACTIVE", "LinkUp" (numeric prefix stripped)
     Gauge rate_gbps;
-    std::string link_layer;  // InfiniBand | Ethernet
-    std::string netdev;      // the netdev behind a RoCE port, "" when none
-    CounterMap counters;     // ports/N/counters/*
-    CounterMap hw_counters;  // ports/N/hw_counters/*
+    std::string link_layer;      // InfiniBand | Ethernet
+    std::string netdev;          // the netdev behind a RoCE port, "" when none
+    CounterMap counters;         // ports/N/counters/*
+    CounterMap hw_counters;      // ports/N/hw_counters/*
     Counter rx_bytes, tx_bytes;  // port_rcv_data * 4, port_xmit_data * 4
     std::string key() const { return device + "/" + std::to_string(port); }
 };
 
 struct Gpu {
-    int index = -1;  // the source's own index (NVML index, drm card number)
+    int index = -1;                              // the source's own index (NVML index, drm card number)
     std::string uuid, pci_bus_id, name, vendor;  // vendor: nvidia | amd
-    std::optional<int> minor_number;  // /dev/nvidia<minor>
+    std::optional<int> minor_number;             // /dev/nvidia<minor>
     Gauge utilization_pct;
     Counter memory_used_bytes, memory_total_bytes;
     Gauge temperature_c, power_w, power_limit_w;
     Counter sm_clock_mhz, max_sm_clock_mhz;
-    Counter throttle_reasons_mask;              // raw NVML clocks-event bitmask
-    std::vector<std::string> throttle_reasons;  // decoded names
+    Counter throttle_reasons_mask;                     // raw NVML clocks-event bitmask
+    std::vector<std::string> throttle_reasons;         // decoded names
     Counter violation_power_ns, violation_thermal_ns;  // NVML violation time counters, lifetime
     Counter ecc_uncorrected;                           // volatile uncorrected ECC errors
     Counter ecc_corrected;

@@ -11,8 +11,12 @@ namespace {
 
 using json_fields::Reader;
 
-Json opt(const Counter& c) { return c ? Json(*c) : Json(nullptr); }
-Json opt(const Gauge& g) { return g ? Json(*g) : Json(nullptr); }
+Json opt(const Counter& c) {
+    return c ? Json(*c) : Json(nullptr);
+}
+Json opt(const Gauge& g) {
+    return g ? Json(*g) : Json(nullptr);
+}
 
 Json counters(const CounterMap& m) {
     Json o = Json::object();
@@ -74,16 +78,24 @@ Json interface_json(const NetInterface& i) {
 }
 
 Json rdma_json(const RdmaPort& p) {
-    return Json{{"device", p.device},           {"port", p.port},
-                {"state", p.state},             {"phys_state", p.phys_state},
-                {"rate_gbps", opt(p.rate_gbps)}, {"link_layer", p.link_layer},
-                {"netdev", p.netdev},           {"rx_bytes", opt(p.rx_bytes)},
-                {"tx_bytes", opt(p.tx_bytes)},  {"counters", counters(p.counters)},
+    return Json{{"device", p.device},
+                {"port", p.port},
+                {"state", p.state},
+                {"phys_state", p.phys_state},
+                {"rate_gbps", opt(p.rate_gbps)},
+                {"link_layer", p.link_layer},
+                {"netdev", p.netdev},
+                {"rx_bytes", opt(p.rx_bytes)},
+                {"tx_bytes", opt(p.tx_bytes)},
+                {"counters", counters(p.counters)},
                 {"hw_counters", counters(p.hw_counters)}};
 }
 
 Json gpu_json(const Gpu& g) {
-    Json o{{"index", g.index}, {"uuid", g.uuid}, {"pci_bus_id", g.pci_bus_id}, {"name", g.name},
+    Json o{{"index", g.index},
+           {"uuid", g.uuid},
+           {"pci_bus_id", g.pci_bus_id},
+           {"name", g.name},
            {"vendor", g.vendor}};
     o["minor_number"] = g.minor_number ? Json(*g.minor_number) : Json(nullptr);
     o["utilization_pct"] = opt(g.utilization_pct);
@@ -108,10 +120,17 @@ Json gpu_json(const Gpu& g) {
 }
 
 Json context_json(const JobContext& c) {
-    return Json{{"scheduler", c.scheduler}, {"job_id", c.job_id},     {"step_id", c.step_id},
-                {"job_name", c.job_name},   {"user", c.user},         {"nodelist", c.nodelist},
-                {"node_id", c.node_id},     {"gpus", c.gpus},         {"visible_devices", c.visible_devices},
-                {"pod", c.pod},             {"namespace", c.namespace_name}};
+    return Json{{"scheduler", c.scheduler},
+                {"job_id", c.job_id},
+                {"step_id", c.step_id},
+                {"job_name", c.job_name},
+                {"user", c.user},
+                {"nodelist", c.nodelist},
+                {"node_id", c.node_id},
+                {"gpus", c.gpus},
+                {"visible_devices", c.visible_devices},
+                {"pod", c.pod},
+                {"namespace", c.namespace_name}};
 }
 
 Json delta_table(const DeltaTable& t) {
@@ -120,7 +139,9 @@ Json delta_table(const DeltaTable& t) {
         Json r = Json::object();
         for (const auto& [name, d] : row) {
             if (d.reset || d.wrapped)
-                r[name] = Json{{"per_second", d.per_second}, {"delta", d.delta}, {"reset", d.reset},
+                r[name] = Json{{"per_second", d.per_second},
+                               {"delta", d.delta},
+                               {"reset", d.reset},
                                {"wrapped", d.wrapped}};
             else
                 r[name] = d.per_second;
@@ -270,7 +291,9 @@ std::optional<double> parse_rfc3339(const std::string& text) {
 }
 
 Json to_json(const Snapshot& s) {
-    Json o{{"schema", kSnapshotSchema}, {"time", format_rfc3339(s.time)}, {"unix_time", s.time},
+    Json o{{"schema", kSnapshotSchema},
+           {"time", format_rfc3339(s.time)},
+           {"unix_time", s.time},
            {"host", s.host}};
     o["context"] = context_json(s.context);
     const auto& h = s.host_stats;
@@ -291,8 +314,11 @@ Json to_json(const Snapshot& s) {
     for (const auto& g : s.gpus) o["gpus"].push_back(gpu_json(g));
     o["xid_events"] = Json::array();
     for (const auto& e : s.xid_events)
-        o["xid_events"].push_back(Json{{"code", e.code}, {"pci_bus_id", e.pci_bus_id}, {"gpu_index", e.gpu_index},
-                                       {"severity", e.severity}, {"message", e.message}});
+        o["xid_events"].push_back(Json{{"code", e.code},
+                                       {"pci_bus_id", e.pci_bus_id},
+                                       {"gpu_index", e.gpu_index},
+                                       {"severity", e.severity},
+                                       {"message", e.message}});
     o["collector_failures"] = Json::object();
     for (const auto& [k, v] : s.collector_failures) o["collector_failures"][k] = v;
     o["warnings"] = s.warnings;
@@ -316,8 +342,10 @@ Snapshot snapshot_from_json(const Json& object, std::vector<std::string>& proble
     } else if (const Json* t = r.find("time"); t && t->is_number()) {
         s.time = t->get<double>();
     } else if (t && t->is_string()) {
-        if (auto parsed = parse_rfc3339(t->get<std::string>())) s.time = *parsed;
-        else problems.push_back("time: not RFC 3339");
+        if (auto parsed = parse_rfc3339(t->get<std::string>()))
+            s.time = *parsed;
+        else
+            problems.push_back("time: not RFC 3339");
     }
     s.host = r.string("host");
     if (const Json* c = r.find("context"); c && c->is_object()) {

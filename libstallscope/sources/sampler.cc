@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <exception>
 
+#include "libstallscope/sources/allocation.h"
 #include "libstallscope/sources/factories.h"
 
 namespace stallscope {
@@ -39,7 +40,9 @@ Sampler Sampler::for_node(const Roots& roots) {
     return Sampler(std::move(s));
 }
 
-Snapshot Sampler::sample() { return sample_at(wall_clock_now()); }
+Snapshot Sampler::sample() {
+    return sample_at(wall_clock_now());
+}
 
 Snapshot Sampler::sample_at(double time) {
     Snapshot snap;
@@ -54,8 +57,7 @@ Snapshot Sampler::sample_at(double time) {
         } catch (...) {
             snap.collector_failures[std::string(source->name())] = "crashed: unknown exception";
         }
-        const double took =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+        const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
         if (took > slow_seconds_) {
             char msg[160];
             std::snprintf(msg, sizeof msg, "%.*s: collector took %.1f s (slow driver or filesystem?)",
@@ -63,6 +65,7 @@ Snapshot Sampler::sample_at(double time) {
             snap.warnings.emplace_back(msg);
         }
     }
+    filter_gpus_to_allocation(snap);
     return snap;
 }
 

@@ -13,7 +13,7 @@
 namespace stallscope {
 
 class Sampler {
-public:
+  public:
     explicit Sampler(std::vector<std::unique_ptr<Source>> sources);
     // Every source this build has, in dependency order (net/dev before ethtool, GPUs before kmsg).
     static Sampler for_node(const Roots& roots);
@@ -26,7 +26,7 @@ public:
     // Sources taking longer than this are named in a warning (the sample still completes).
     void set_slow_source_warning_seconds(double seconds) { slow_seconds_ = seconds; }
 
-private:
+  private:
     std::vector<std::unique_ptr<Source>> sources_;
     std::string host_;
     double slow_seconds_ = 2.0;

@@ -24,7 +24,9 @@ CounterFile& CounterFile::operator=(CounterFile&& other) noexcept {
     return *this;
 }
 
-CounterFile::~CounterFile() { close_fd(); }
+CounterFile::~CounterFile() {
+    close_fd();
+}
 
 void CounterFile::close_fd() noexcept {
     if (fd_ >= 0) ::close(fd_);
@@ -63,7 +65,8 @@ std::optional<std::string_view> CounterFile::read(std::string& error) {
     return std::string_view(buffer_, static_cast<std::size_t>(n));
 }
 
-std::optional<std::string> read_text_file(const std::string& path, std::string& error, std::size_t max_bytes) {
+std::optional<std::string> read_text_file(const std::string& path, std::string& error,
+                                          std::size_t max_bytes) {
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
     if (fd < 0) {
         error = std::strerror(errno);

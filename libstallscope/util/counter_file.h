@@ -10,7 +10,7 @@
 namespace stallscope {
 
 class CounterFile {
-public:
+  public:
     CounterFile() = default;
     explicit CounterFile(std::string path);
     CounterFile(CounterFile&& other) noexcept;
@@ -28,7 +28,7 @@ public:
     std::optional<std::string_view> read(std::string& error);
     bool unsupported() const { return unsupported_; }
 
-private:
+  private:
     void close_fd() noexcept;
     std::string path_;
     int fd_ = -1;

@@ -22,7 +22,10 @@ TEST_CASE("garbage counters are rejected, never read as 0") {
     CHECK_FALSE(parse_u64("18446744073709551616"));  // 2^64
     CHECK_FALSE(parse_u64("12abc"));
     CHECK_FALSE(parse_u64("1.5"));
-    CHECK_FALSE(parse_u64(std::string("12\0" "3", 4)));
+    CHECK_FALSE(
+        parse_u64(std::string("12\0"
+                              "3",
+                              4)));
     CHECK_FALSE(parse_u64("0x1f"));  // hex only when asked for
 }
 

@@ -11,7 +11,8 @@ Snapshot full_snapshot() {
     Snapshot s;
     s.time = 1795160401.123456789;
     s.host = "gpu-node-07";
-    s.context = {"slurm", "4242", "0", "train", "alice", "gpu-node-[07-08]", "0", {"0", "1"}, {"0", "1"}, "", ""};
+    s.context = {"slurm", "4242",     "0",        "train", "alice", "gpu-node-[07-08]",
+                 "0",     {"0", "1"}, {"0", "1"}, "",      ""};
     auto& h = s.host_stats;
     h.load1 = 1.25;
     h.load5 = 0.1 + 0.2;  // not representable exactly: must still round-trip

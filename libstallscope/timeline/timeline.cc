@@ -1,0 +1,118 @@
+#include "libstallscope/timeline/timeline.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+namespace stallscope {
+namespace {
+
+// fdatasync every N lines: bounds what a power loss costs without a sync per sample on shared
+// filesystems (a sync per second per node is real load on Lustre/NFS).
+constexpr int kSyncEveryLines = 10;
+
+}  // namespace
+
+TimelineWriter::~TimelineWriter() {
+    close();
+}
+
+bool TimelineWriter::open(const std::string& path, std::string& error) {
+    close();
+    fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd_ < 0) {
+        error = path + ": " + std::strerror(errno);
+        return false;
+    }
+    path_ = path;
+    return true;
+}
+
+bool TimelineWriter::append(const Json& line, std::string& error) {
+    if (fd_ < 0) {
+        error = "timeline not open";
+        return false;
+    }
+    std::string text = line.dump(-1, ' ', false, Json::error_handler_t::replace);
+    text.push_back('\n');
+    const char* p = text.data();
+    std::size_t left = text.size();
+    while (left > 0) {
+        const ssize_t n = ::write(fd_, p, left);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            error = path_ + ": " + std::strerror(n < 0 ? errno : ENOSPC);
+            return false;
+        }
+        p += n;
+        left -= static_cast<std::size_t>(n);
+    }
+    if (++lines_since_sync_ >= kSyncEveryLines) {
+        ::fdatasync(fd_);
+        lines_since_sync_ = 0;
+    }
+    return true;
+}
+
+void TimelineWriter::close() {
+    if (fd_ >= 0) {
+        ::fdatasync(fd_);
+        ::close(fd_);
+    }
+    fd_ = -1;
+}
+
+Json timeline_sample_line(const Snapshot& snapshot, const Profile& profile) {
+    Json line{{"type", "sample"}};
+    // (A named object: items() of a temporary would dangle inside the range-for.)
+    const Json fields = to_json(snapshot);
+    for (const auto& [key, value] : fields.items()) line[key] = value;
+    line["profile"] = to_json(profile);
+    return line;
+}
+
+bool read_timeline(const std::string& path, TimelineContents& out, std::string& error) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+        error = path + ": " + std::strerror(errno);
+        return false;
+    }
+    out.path = path;
+    std::string text;
+    std::size_t number = 0;
+    while (std::getline(in, text)) {
+        ++number;
+        const bool last_line_unterminated = in.eof();
+        if (text.empty()) continue;
+        Json line = Json::parse(text, nullptr, false);
+        if (line.is_discarded() || !line.is_object()) {
+            out.warnings.push_back(path + ":" + std::to_string(number) +
+                                   (last_line_unterminated
+                                        ? ": torn last line skipped (helper killed mid-write?)"
+                                        : ": not a JSON object, skipped"));
+            continue;
+        }
+        const std::string type = line.value("type", "");
+        if (type == "header") {
+            out.header = std::move(line);
+        } else if (type == "verdict") {
+            out.recorded_verdict = std::move(line);
+        } else if (type == "event") {
+            out.events.push_back(std::move(line));
+        } else if (type == "sample" || line.value("schema", "") == kSnapshotSchema) {
+            std::vector<std::string> problems;
+            out.samples.push_back(snapshot_from_json(line, problems));
+            for (const auto& p : problems)
+                out.warnings.push_back(path + ":" + std::to_string(number) + ": " + p);
+        } else {
+            out.warnings.push_back(path + ":" + std::to_string(number) + ": unknown line type '" + type +
+                                   "', skipped");
+        }
+    }
+    return true;
+}
+
+}  // namespace stallscope

@@ -1,0 +1,65 @@
+#include "libstallscope/timeline/job_comment.h"
+
+#include <doctest/doctest.h>
+
+using namespace stallscope;
+
+namespace {
+StepVerdict slow_verdict() {
+    StepVerdict v;
+    v.label = kLabelSlow;
+    v.confidence = 0.8;
+    v.start_time = 1000;
+    v.end_time = 4600;
+    v.samples = 120;
+    ReasonSummary r;
+    r.reason.code = "fabric_congestion";
+    r.reason.subject = "mlx5_0/1";
+    v.reasons.push_back(r);
+    return v;
+}
+}  // namespace
+
+TEST_CASE("the comment segment is compact, versioned and names the root cause") {
+    const auto s =
+        compose_comment_segment(slow_verdict(), 8, "gpu07", "/home/u/run/stallscope-42/verdict.0.gpu07.json");
+    CHECK(s ==
+          "stallscope/1 SLOW conf=0.80 top=fabric_congestion:mlx5_0/1 gpus=8 dur=3600 node=gpu07 "
+          "file=/home/u/run/stallscope-42/verdict.0.gpu07.json");
+    CHECK(s.size() <= 256);
+}
+
+TEST_CASE("a path with spaces is encoded so the segment stays one key=value list, and parses back") {
+    const auto s = compose_comment_segment(slow_verdict(), 2, "n1", "/home/u/my run/v.json");
+    CHECK(s.find("file=/home/u/my%20run/v.json") != std::string::npos);
+    auto seg = parse_comment_segment("JS1:H4sIAAAA " + s);
+    REQUIRE(seg);
+    CHECK(seg->label == "SLOW");
+    CHECK(seg->confidence == doctest::Approx(0.8));
+    CHECK(seg->top == "fabric_congestion:mlx5_0/1");
+    CHECK(seg->gpus == 2);
+    CHECK(seg->duration_seconds == doctest::Approx(3600));
+    CHECK(seg->file == "/home/u/my run/v.json");
+}
+
+TEST_CASE("a very long path is dropped rather than exceeding the comment limit") {
+    const auto s = compose_comment_segment(slow_verdict(), 8, "n1", "/" + std::string(2000, 'a'));
+    CHECK(s.size() <= kCommentMaxLength);
+    CHECK(s.find("file=") == std::string::npos);
+}
+
+TEST_CASE("an UNKNOWN verdict names its unknown reason as top") {
+    StepVerdict v;
+    v.unknown_reasons = {"step_too_short"};
+    CHECK(compose_comment_segment(v, 0, "", "").find("UNKNOWN conf=0.00 top=step_too_short gpus=0 dur=0") !=
+          std::string::npos);
+}
+
+TEST_CASE("comments without our segment, or with garbage after it, parse safely") {
+    CHECK_FALSE(parse_comment_segment("JS1:abc"));
+    CHECK_FALSE(parse_comment_segment(""));
+    auto seg = parse_comment_segment("stallscope/1 FAST conf=zz top=x");
+    REQUIRE(seg);
+    CHECK(seg->label == "FAST");
+    CHECK(seg->top.empty());  // parsing stopped at the bad value
+}

@@ -1,0 +1,79 @@
+#include "libstallscope/timeline/timeline.h"
+
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <fstream>
+
+using namespace stallscope;
+
+namespace {
+std::string temp_path(const char* name) {
+    char tmpl[] = "/tmp/stallscope-tl-XXXXXX";
+    REQUIRE(mkdtemp(tmpl) != nullptr);
+    return std::string(tmpl) + "/" + name;
+}
+}  // namespace
+
+TEST_CASE("a timeline written line by line reads back header, samples, events and verdict") {
+    const std::string path = temp_path("timeline.0.n1.jsonl");
+    {
+        TimelineWriter w;
+        std::string error;
+        REQUIRE(w.open(path, error));
+        REQUIRE(w.append(Json{{"type", "header"}, {"schema", kTimelineSchema}}, error));
+        Snapshot s;
+        s.time = 100.5;
+        s.host = "n1";
+        s.host_stats.load1 = 2.5;
+        REQUIRE(w.append(timeline_sample_line(s, Profile{}), error));
+        REQUIRE(w.append(Json{{"type", "event"}, {"kind", "xid"}}, error));
+        REQUIRE(w.append(Json{{"type", "verdict"}, {"label", "FAST"}}, error));
+    }
+    TimelineContents c;
+    std::string error;
+    REQUIRE(read_timeline(path, c, error));
+    CHECK(c.header["schema"] == kTimelineSchema);
+    REQUIRE(c.samples.size() == 1);
+    CHECK(c.samples[0].time == 100.5);
+    CHECK(c.samples[0].host_stats.load1 == 2.5);
+    CHECK(c.events.size() == 1);
+    CHECK(c.recorded_verdict["label"] == "FAST");
+    CHECK(c.warnings.empty());
+}
+
+TEST_CASE("a torn last line (helper SIGKILLed mid-write) and a corrupt line are skipped with warnings") {
+    const std::string path = temp_path("timeline.0.n2.jsonl");
+    std::ofstream(path) << R"({"type":"sample","unix_time":1,"host":"n2"})"
+                        << "\n"
+                        << "garbage line\n"
+                        << R"({"type":"sample","unix_time":2,"host":"n2"})"
+                        << "\n"
+                        << R"({"type":"sample","unix_ti)";
+    TimelineContents c;
+    std::string error;
+    REQUIRE(read_timeline(path, c, error));
+    CHECK(c.samples.size() == 2);
+    REQUIRE(c.warnings.size() == 2);
+    CHECK(c.warnings[0].find(":2: not a JSON object") != std::string::npos);
+    CHECK(c.warnings[1].find(":4: torn last line") != std::string::npos);
+    CHECK(c.recorded_verdict.is_null());
+}
+
+TEST_CASE("periodic --json output (plain snapshot lines) reads as samples too") {
+    const std::string path = temp_path("cli.jsonl");
+    std::ofstream(path) << R"({"schema":"stallscope.snapshot/1","time":"2026-11-22T05:00:00Z","host":"n3"})"
+                        << "\n";
+    TimelineContents c;
+    std::string error;
+    REQUIRE(read_timeline(path, c, error));
+    REQUIRE(c.samples.size() == 1);
+    CHECK(c.samples[0].time == doctest::Approx(1795330800.0));
+}
+
+TEST_CASE("a missing timeline is an error, not an empty result") {
+    TimelineContents c;
+    std::string error;
+    CHECK_FALSE(read_timeline("/nonexistent/timeline.jsonl", c, error));
+    CHECK(error.find("No such file") != std::string::npos);
+}
