@@ -1,0 +1,45 @@
+// Job comment segment handling (pure): sanitizing what the helper wrote, merging it into a shared
+// AdminComment, and reading the current AdminComment out of `scontrol show job` output.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace stallscope::spank {
+
+inline constexpr std::size_t kCommentCap = 1024;  // Slurm's Comment limit; we keep AdminComment under it
+inline constexpr std::size_t kSegmentCap = 512;
+inline constexpr std::string_view kSegmentPrefix = "stallscope/1 ";
+inline constexpr std::string_view kSegmentSeparator = "; ";
+
+// The helper runs as the user, so its line is untrusted: keep the first line only, drop trailing
+// whitespace, require the "stallscope/1 " prefix and printable ASCII, replace ';' (our separator)
+// with ',', and cut at kSegmentCap. nullopt when the line is not a stallscope segment.
+std::optional<std::string> sanitize_segment(std::string_view line);
+
+// Replaces every existing "stallscope/..." segment of `existing` by `segment`, keeping all other
+// content byte for byte. Segments are separated by "; "; ours is appended at the end. If the result
+// would exceed kCommentCap our segment is shortened; nullopt when even a short one does not fit
+// (then the caller leaves the comment alone rather than clobber foreign content).
+std::optional<std::string> merge_comment(std::string_view existing, std::string_view segment);
+
+// `file=<path>` of a sanitized segment, or empty.
+std::string segment_file(std::string_view segment);
+
+enum class AdminCommentRead { absent, present, ambiguous };
+struct ScontrolAdminComment {
+    AdminCommentRead state = AdminCommentRead::ambiguous;
+    std::string value;
+};
+
+// Reads AdminComment of job `job_id` from `scontrol show job <id>` (multi-line) and
+// `scontrol show job -o <id>` (one-liner) output. Multi-line output puts AdminComment on its own
+// line ("   AdminComment=<value> "), but user-controlled fields (JobName, Comment, WorkDir, ...) may
+// contain newlines and forge such a line. The one-liner is one line exactly when no field contains a
+// newline; only then is the multi-line parse trusted. Anything unexpected → ambiguous.
+ScontrolAdminComment parse_scontrol_admin_comment(std::string_view multi_line, std::string_view one_line,
+                                                  std::string_view job_id);
+
+}  // namespace stallscope::spank

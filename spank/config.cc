@@ -1,0 +1,133 @@
+#include "spank/config.h"
+
+#include <charconv>
+
+#ifndef STALLSCOPE_SPANK_DEFAULT_HELPER
+#define STALLSCOPE_SPANK_DEFAULT_HELPER "/usr/bin/stallscope"
+#endif
+
+namespace stallscope::spank {
+
+PluginConfig default_config() {
+    PluginConfig config;
+    config.helper = STALLSCOPE_SPANK_DEFAULT_HELPER;
+    return config;
+}
+
+bool parse_uint(std::string_view text, unsigned lo, unsigned hi, unsigned* out) {
+    if (text.empty() || text.front() < '0' || text.front() > '9') return false;
+    unsigned long long value = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec != std::errc() || end != text.data() + text.size()) return false;
+    if (value < lo || value > hi) return false;
+    *out = static_cast<unsigned>(value);
+    return true;
+}
+
+namespace {
+
+struct UintKey {
+    std::string_view name;
+    unsigned PluginConfig::*field;
+    unsigned lo, hi;
+};
+
+constexpr UintKey kUintKeys[] = {
+    {"default_interval", &PluginConfig::default_interval, 1, 86400},
+    {"stop_timeout", &PluginConfig::stop_timeout, 0, 300},
+    {"epilog_timeout", &PluginConfig::epilog_timeout, 1, 600},
+    {"scontrol_timeout", &PluginConfig::scontrol_timeout, 1, 120},
+    {"min_interval", &PluginConfig::min_interval, 1, 86400},
+    {"max_interval", &PluginConfig::max_interval, 1, 86400},
+};
+
+std::string quoted(std::string_view s) {
+    return "'" + std::string(s) + "'";
+}
+
+bool is_absolute_path(std::string_view v) {
+    return !v.empty() && v.front() == '/';
+}
+
+}  // namespace
+
+ConfigParse parse_plugin_args(const std::vector<std::string_view>& args) {
+    ConfigParse result{default_config(), {}};
+    PluginConfig& c = result.config;
+    auto bad = [&](std::string_view arg, std::string_view why) {
+        result.errors.push_back("plugstack.conf argument " + quoted(arg) + ": " + std::string(why));
+    };
+    for (std::string_view arg : args) {
+        auto eq = arg.find('=');
+        if (eq == std::string_view::npos || eq == 0) {
+            bad(arg, "expected key=value");
+            continue;
+        }
+        std::string_view key = arg.substr(0, eq), value = arg.substr(eq + 1);
+        bool handled = false;
+        for (const UintKey& k : kUintKeys) {
+            if (key != k.name) continue;
+            handled = true;
+            if (!parse_uint(value, k.lo, k.hi, &(c.*k.field)))
+                bad(arg,
+                    "expected a whole number from " + std::to_string(k.lo) + " to " + std::to_string(k.hi));
+        }
+        if (handled) continue;
+        if (key == "helper") {
+            if (is_absolute_path(value))
+                c.helper = value;
+            else
+                bad(arg, "helper must be an absolute path");
+        } else if (key == "run_dir") {
+            if (is_absolute_path(value) && value != "/")
+                c.run_dir = value;
+            else
+                bad(arg, "run_dir must be an absolute path other than /");
+        } else if (key == "output_dir") {
+            if (value == "submit")
+                c.output_policy = OutputPolicy::submit;
+            else if (value == "cwd")
+                c.output_policy = OutputPolicy::cwd;
+            else if (is_absolute_path(value)) {
+                c.output_policy = OutputPolicy::template_;
+                c.output_template = value;
+            } else
+                bad(arg, "expected submit, cwd or an absolute path template");
+        } else if (key == "comment") {
+            if (value == "admin")
+                c.comment = CommentTarget::admin;
+            else if (value == "user")
+                c.comment = CommentTarget::user;
+            else if (value == "none")
+                c.comment = CommentTarget::none;
+            else
+                bad(arg, "expected admin, user or none");
+        } else if (key == "always_on") {
+            if (value == "0" || value == "1")
+                c.always_on = value == "1";
+            else
+                bad(arg, "expected 0 or 1");
+        } else {
+            bad(arg, "unknown key " + quoted(key));
+        }
+    }
+    // Ranges must be consistent, or option validation would reject everything.
+    PluginConfig defaults = default_config();
+    if (c.min_interval > c.max_interval) {
+        result.errors.push_back("plugstack.conf: min_interval=" + std::to_string(c.min_interval) +
+                                " is above max_interval=" + std::to_string(c.max_interval) +
+                                "; using the defaults " + std::to_string(defaults.min_interval) + ".." +
+                                std::to_string(defaults.max_interval));
+        c.min_interval = defaults.min_interval;
+        c.max_interval = defaults.max_interval;
+    }
+    if (c.default_interval < c.min_interval || c.default_interval > c.max_interval) {
+        unsigned clamped = c.default_interval < c.min_interval ? c.min_interval : c.max_interval;
+        result.errors.push_back("plugstack.conf: default_interval=" + std::to_string(c.default_interval) +
+                                " is outside min_interval..max_interval; using " + std::to_string(clamped));
+        c.default_interval = clamped;
+    }
+    return result;
+}
+
+}  // namespace stallscope::spank

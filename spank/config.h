@@ -1,0 +1,51 @@
+// plugstack.conf arguments of the stallscope SPANK plugin: strict key=value parsing, no SPANK symbols
+// (compiled into the plugin and into tests/spank).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace stallscope::spank {
+
+// Where the job comment segment goes: AdminComment (read-modify-write, default), the user's Comment
+// (overwritten: it replaces what --comment set), or nowhere.
+enum class CommentTarget { admin, user, none };
+
+// How the per-job output directory is chosen (see resolve_output_dir in helper_spec.h).
+enum class OutputPolicy {
+    submit,    // <SLURM_SUBMIT_DIR>/stallscope-<jobid>            (default)
+    cwd,       // <job working directory>/stallscope-<jobid>
+    template_  // an absolute path with %u %j %% placeholders; "/stallscope-%j" appended when it has no %j
+};
+
+struct PluginConfig {
+    std::string helper;  // set from STALLSCOPE_SPANK_DEFAULT_HELPER by default_config()
+    unsigned default_interval = 30;
+    unsigned stop_timeout = 10;      // seconds the last task_exit waits for the helper after SIGTERM
+    unsigned epilog_timeout = 30;    // seconds job_epilog lets `stallscope summarize` run
+    unsigned scontrol_timeout = 10;  // seconds before an scontrol call is killed
+    OutputPolicy output_policy = OutputPolicy::submit;
+    std::string output_template;  // for OutputPolicy::template_
+    CommentTarget comment = CommentTarget::admin;
+    bool always_on = false;
+    unsigned min_interval = 1;
+    unsigned max_interval = 3600;
+    std::string run_dir = "/run/stallscope";
+};
+
+PluginConfig default_config();
+
+struct ConfigParse {
+    PluginConfig config;              // defaults for every key that was missing or bad
+    std::vector<std::string> errors;  // one message per bad argument, naming it
+};
+
+// Parses plugstack.conf arguments (`key=value` each). Unknown keys, missing '=', bad numbers and
+// inconsistent ranges are reported in errors; the affected setting keeps its default.
+ConfigParse parse_plugin_args(const std::vector<std::string_view>& args);
+
+// Strict decimal parse of a whole string into [lo, hi]; no sign, no spaces, no suffix.
+bool parse_uint(std::string_view text, unsigned lo, unsigned hi, unsigned* out);
+
+}  // namespace stallscope::spank

@@ -1,0 +1,240 @@
+// slurmstepd (S_CTX_REMOTE): decide, start the helper in user_init, stop it in the last task_exit,
+// write the job comment in exit. Lifecycle and identities: research/spank-design.md §0, §1.3, §2.4-2.6.
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "spank/comment.h"
+#include "spank/helper_spec.h"
+#include "spank/option.h"
+#include "spank/plugin.h"
+#include "spank/process.h"
+#include "spank/state.h"
+
+namespace stallscope::spank {
+
+namespace {
+
+constexpr uint32_t kInteractiveStep = 0xfffffffa;  // slurm.h SLURM_INTERACTIVE_STEP
+constexpr uint32_t kBatchStep = 0xfffffffb;        // SLURM_BATCH_SCRIPT
+constexpr uint32_t kExternStep = 0xfffffffc;       // SLURM_EXTERN_CONT
+
+// One slurmstepd process = one step on one node, so plain statics are this step's state.
+struct StepState {
+    PluginConfig config = default_config();
+    bool enabled = false;
+    unsigned interval = 0;
+    std::string job_id;
+    uint32_t step_id = 0;
+    uint32_t node_id = 0;
+    uint32_t local_tasks = 0;
+    uint32_t exited_tasks = 0;
+    Credentials user;
+    std::string out_dir;
+    HelperProcess helper;
+    std::string segment;  // sanitized line from the helper, "" if none
+};
+StepState g_step;
+
+std::string step_label(uint32_t id) {
+    if (id == kBatchStep) return "batch";
+    if (id == kExternStep) return "extern";
+    if (id == kInteractiveStep) return "interactive";
+    return std::to_string(id);
+}
+
+std::string getenv_step(spank_t sp, const char* name) {
+    char buf[4096];
+    if (spank_getenv(sp, name, buf, sizeof buf) != ESPANK_SUCCESS) return "";
+    return buf;
+}
+
+long now_us() {
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000000L + ts.tv_nsec / 1000L;
+}
+
+// Is stallscope wanted for this step, and at which interval? Option > STALLSCOPE env > always_on.
+bool choose_interval(spank_t sp, unsigned* interval) {
+    const OptionSeen& seen = option_seen();
+    if (seen.seen) {
+        if (seen.interval) *interval = *seen.interval;
+        return seen.interval.has_value();
+    }
+    std::string env = getenv_step(sp, "STALLSCOPE");
+    if (!env.empty()) {
+        IntervalChoice choice = parse_interval(env.c_str(), g_step.config, "STALLSCOPE");
+        if (!choice.seconds) {
+            slurm_error("stallscope: job %s: %s; not recording", g_step.job_id.c_str(), choice.error.c_str());
+            return false;
+        }
+        *interval = *choice.seconds;
+        return true;
+    }
+    if (g_step.config.always_on) {
+        *interval = g_step.config.default_interval;
+        return true;
+    }
+    return false;
+}
+
+bool get_identity(spank_t sp) {
+    uint32_t job = 0;
+    spank_err_t rc;
+    if ((rc = spank_get_item(sp, S_JOB_ID, &job)) != ESPANK_SUCCESS ||
+        (rc = spank_get_item(sp, S_JOB_NODEID, &g_step.node_id)) != ESPANK_SUCCESS ||
+        (rc = spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &g_step.local_tasks)) != ESPANK_SUCCESS ||
+        (rc = spank_get_item(sp, S_JOB_UID, &g_step.user.uid)) != ESPANK_SUCCESS ||
+        (rc = spank_get_item(sp, S_JOB_GID, &g_step.user.gid)) != ESPANK_SUCCESS) {
+        slurm_error("stallscope: cannot read the job's ids: %s; not recording", spank_strerror(rc));
+        return false;
+    }
+    g_step.job_id = std::to_string(job);
+    gid_t* gids = nullptr;
+    int ngids = 0;
+    if ((rc = spank_get_item(sp, S_JOB_SUPPLEMENTARY_GIDS, &gids, &ngids)) != ESPANK_SUCCESS) {
+        slurm_error("stallscope: job %s: cannot read supplementary groups: %s; not recording",
+                    g_step.job_id.c_str(), spank_strerror(rc));
+        return false;
+    }
+    g_step.user.groups.assign(gids, gids + (ngids > 0 ? ngids : 0));
+    if (g_step.user.groups.empty()) g_step.user.groups.push_back(g_step.user.gid);
+    return true;
+}
+
+// Root-side preparation (init_post_opt runs as root): run dir for the helper's lock, root-owned state
+// for job_epilog. The first step on the node creates the state; later steps reuse it.
+bool prepare_run_dir() {
+    const PluginConfig& c = g_step.config;
+    std::string err = make_root_dir(c.run_dir);
+    if (err.empty()) err = make_user_dir(job_run_dir(c, g_step.job_id), g_step.user.uid, g_step.user.gid);
+    std::string state_file = state_path(c.run_dir, g_step.job_id);
+    struct stat st {};
+    if (err.empty() && lstat(state_file.c_str(), &st) != 0) {
+        JobState state{g_step.user.uid, g_step.user.gid, g_step.user.groups, g_step.out_dir};
+        err = write_root_file(state_file, serialize_state(state));
+    }
+    if (!err.empty()) {
+        slurm_error("stallscope: job %s: %s; not recording", g_step.job_id.c_str(), err.c_str());
+        return false;
+    }
+    return true;
+}
+
+void stop_and_collect() {
+    if (g_step.helper.read_fd < 0) return;
+    pid_t pid = g_step.helper.pid;
+    StopResult stopped = stop_helper(g_step.helper, g_step.config.stop_timeout);
+    std::optional<std::string> segment = sanitize_segment(stopped.output);
+    if (stopped.killed)
+        slurm_error("stallscope: job %s step %s: helper %d did not finish within stop_timeout=%us; killed it",
+                    g_step.job_id.c_str(), step_label(g_step.step_id).c_str(), pid,
+                    g_step.config.stop_timeout);
+    if (!stopped.output.empty() && !segment)
+        slurm_error(
+            "stallscope: job %s: ignoring the helper's result line: not a printable 'stallscope/1 ...' "
+            "segment",
+            g_step.job_id.c_str());
+    slurm_verbose("stallscope: job %s step %s: helper %d stopped after %d ms%s", g_step.job_id.c_str(),
+                  step_label(g_step.step_id).c_str(), pid, stopped.waited_ms,
+                  segment ? " with a verdict"
+                          : " without a verdict (lost the per-node lock to another step, or exited early)");
+    if (!segment) return;
+    g_step.segment = *segment;
+    std::string file = segment_file(*segment);
+    auto slash = file.rfind('/');
+    if (file.empty() || file.front() != '/' || slash == 0) return;
+    // Remember where the verdict really went (the helper may have fallen back to a tmp dir) so
+    // job_epilog summarizes that directory too. Root-owned, outside the user's dir.
+    std::string err =
+        write_root_file(result_path(g_step.config.run_dir, g_step.job_id), file.substr(0, slash));
+    if (!err.empty()) slurm_error("stallscope: job %s: %s", g_step.job_id.c_str(), err.c_str());
+}
+
+// Runs in the last task_exit, not in slurm_spank_exit: slurmstepd reports the last task's exit to
+// srun only after the task_exit hooks, so the job is still RUNNING here. For an srun-only job, srun
+// completes the allocation as soon as it hears of it; by slurm_spank_exit the job is finished
+// (scontrol update then fails, §0.5) and the job's kill sequence SIGTERMs whatever stepd started.
+void write_comment() {
+    bool writer = g_step.step_id == kBatchStep || g_step.node_id == 0;
+    if (g_step.segment.empty() || !writer || g_step.config.comment == CommentTarget::none) return;
+    std::string err = write_job_comment(g_step.config, g_step.job_id, g_step.segment);
+    if (!err.empty())
+        slurm_error("stallscope: job %s: job comment not updated: %s", g_step.job_id.c_str(), err.c_str());
+}
+
+}  // namespace
+
+int stepd_init(spank_t sp, int ac, char** av) {
+    g_step = StepState{};
+    g_step.config = load_config(ac, av);
+    return register_option(sp, g_step.config);
+}
+
+int stepd_init_post_opt(spank_t sp) {
+    // The extern step sees neither options nor the job environment and is SIGKILLed at job end
+    // without a graceful window (§0.4): never sample there.
+    if (spank_get_item(sp, S_JOB_STEPID, &g_step.step_id) != ESPANK_SUCCESS || g_step.step_id == kExternStep)
+        return 0;
+    if (!get_identity(sp)) return 0;
+    unsigned interval = 0;
+    if (!choose_interval(sp, &interval)) return 0;
+    JobFacts facts{g_step.job_id, getenv_step(sp, "SLURM_JOB_USER"), getenv_step(sp, "SLURM_SUBMIT_DIR"),
+                   getenv_step(sp, "PWD")};
+    g_step.out_dir = resolve_output_dir(g_step.config, facts);
+    if (!prepare_run_dir()) return 0;
+    g_step.interval = interval;
+    g_step.enabled = true;
+    return 0;
+}
+
+int stepd_user_init(spank_t sp) {
+    if (!g_step.enabled || g_step.helper.read_fd >= 0) return 0;
+    long t0 = now_us();
+    char** job_env = nullptr;
+    std::vector<std::string> env_in;
+    if (spank_get_item(sp, S_JOB_ENV, &job_env) == ESPANK_SUCCESS && job_env != nullptr)
+        for (char** e = job_env; *e != nullptr; ++e) env_in.emplace_back(*e);
+    std::vector<std::string> env = helper_env(env_in);
+    set_env(env, "SLURM_JOB_ID", g_step.job_id);
+    set_env(env, "SLURM_STEP_ID", step_label(g_step.step_id));
+    set_env(env, "SLURM_NODEID", std::to_string(g_step.node_id));
+    std::vector<std::string> argv =
+        record_argv(g_step.config, g_step.out_dir, g_step.interval, g_step.job_id);
+    std::string error;
+    std::optional<HelperProcess> helper = spawn_helper(argv, env, g_step.user, &error);
+    if (!helper) {
+        slurm_error("stallscope: job %s step %s: cannot start helper %s: %s; the job runs without stallscope",
+                    g_step.job_id.c_str(), step_label(g_step.step_id).c_str(), argv[0].c_str(),
+                    error.c_str());
+        g_step.enabled = false;
+        return 0;
+    }
+    g_step.helper = *helper;
+    slurm_verbose("stallscope: job %s step %s: helper pid %d started in %ld us (interval %us, out %s)",
+                  g_step.job_id.c_str(), step_label(g_step.step_id).c_str(), helper->pid, now_us() - t0,
+                  g_step.interval, g_step.out_dir.c_str());
+    return 0;
+}
+
+int stepd_task_exit(spank_t) {
+    if (!g_step.enabled) return 0;
+    // The last local task: after this slurmstepd SIGKILLs the whole container (§0.1), so this is the
+    // only place for a graceful stop.
+    if (++g_step.exited_tasks < g_step.local_tasks || g_step.helper.read_fd < 0) return 0;
+    stop_and_collect();
+    write_comment();
+    return 0;
+}
+
+int stepd_exit(spank_t) {
+    if (g_step.enabled)
+        kill_helper(g_step.helper);  // no task_exit ran (launch failure): nothing graceful left
+    return 0;
+}
+
+}  // namespace stallscope::spank

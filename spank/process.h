@@ -1,0 +1,69 @@
+// Child processes started from root-run plugin code (no SPANK symbols): the long-lived helper with
+// the verified spawn recipe (research/spank-design.md §2.4), and bounded one-shot commands
+// (scontrol, `stallscope summarize`).
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace stallscope::spank {
+
+struct Credentials {
+    uid_t uid = 0;
+    gid_t gid = 0;
+    std::vector<gid_t> groups;
+};
+
+// A running helper: pid (+ pidfd where the kernel has one, so a recycled pid is never signalled) and
+// the read end of the liveness pipe whose write end only the helper holds.
+struct HelperProcess {
+    pid_t pid = -1;
+    int pidfd = -1;
+    int read_fd = -1;
+};
+
+// fork + (in the child) unblock signals and reset dispositions, setpgid, become `who` completely
+// (setgroups/setresgid/setresuid, verified), oom_score_adj 0, stdin/stdout/stderr /dev/null, the
+// liveness pipe's write end on fd 3, close_range(4..), execve(argv[0], argv, env). Returns the
+// process, or nullopt with *error naming the failed step (exec errors are reported synchronously
+// through a CLOEXEC pipe, so "No such file or directory" surfaces here).
+std::optional<HelperProcess> spawn_helper(const std::vector<std::string>& argv,
+                                          const std::vector<std::string>& env, const Credentials& who,
+                                          std::string* error);
+
+struct StopResult {
+    std::string output;   // what the helper wrote to fd 3 (first 4 KiB)
+    bool killed = false;  // SIGKILLed after the timeout
+    int waited_ms = 0;
+};
+
+// SIGTERM (unless the pipe already reached EOF), read fd 3 until EOF for at most timeout_s, then
+// SIGKILL and a short final wait; reaps the child if it is still ours. Leaves `helper` closed.
+StopResult stop_helper(HelperProcess& helper, unsigned timeout_s);
+
+// SIGKILL without waiting (slurm_spank_exit when no task_exit ran), then close and reap.
+void kill_helper(HelperProcess& helper);
+
+struct CommandResult {
+    bool started = false;
+    bool timed_out = false;
+    int exit_code = -1;  // -1 when killed by a signal or not started
+    std::string output;  // stdout+stderr, first 256 KiB
+    std::string error;   // why it did not start
+};
+
+// Runs argv[0] (absolute path, no shell, no PATH search) with env, optionally as `who` (full drop as
+// in spawn_helper), stdout+stderr captured, killed (whole process group) after timeout_s. With
+// ignore_sigterm the child starts with SIGTERM ignored, so the job's own kill sequence (scancel, time
+// limit: SIGTERM to everything slurmstepd started) does not cut a short scontrol call short.
+CommandResult run_command(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                          const std::optional<Credentials>& who, unsigned timeout_s,
+                          bool ignore_sigterm = false);
+
+// First executable of dirs/name, e.g. scontrol in /usr/bin, /usr/local/bin, ... (never the user's PATH).
+std::string find_program(const std::string& name, const std::vector<std::string>& dirs);
+
+}  // namespace stallscope::spank

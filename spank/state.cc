@@ -1,0 +1,209 @@
+#include "spank/state.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "spank/config.h"
+
+namespace stallscope::spank {
+
+namespace {
+
+// Values may come from the job environment (out_dir): escape '%' and control characters so every
+// value stays on its own line.
+std::string escape(std::string_view v) {
+    static const char* hex = "0123456789abcdef";
+    std::string out;
+    for (unsigned char ch : v) {
+        if (ch == '%' || ch < 0x20 || ch == 0x7f) {
+            out += '%';
+            out += hex[ch >> 4];
+            out += hex[ch & 15];
+        } else {
+            out += static_cast<char>(ch);
+        }
+    }
+    return out;
+}
+
+std::optional<std::string> unescape(std::string_view v) {
+    std::string out;
+    for (std::size_t i = 0; i < v.size(); ++i) {
+        if (v[i] != '%') {
+            out += v[i];
+            continue;
+        }
+        if (i + 2 >= v.size()) return std::nullopt;
+        unsigned byte = 0;
+        for (int k = 1; k <= 2; ++k) {
+            char c = v[i + k];
+            int d = (c >= '0' && c <= '9') ? c - '0' : (c >= 'a' && c <= 'f') ? c - 'a' + 10 : -1;
+            if (d < 0) return std::nullopt;
+            byte = byte * 16 + static_cast<unsigned>(d);
+        }
+        out += static_cast<char>(byte);
+        i += 2;
+    }
+    return out;
+}
+
+std::string errno_text(const std::string& what) {
+    return what + ": " + std::strerror(errno);
+}
+
+}  // namespace
+
+std::string serialize_state(const JobState& s) {
+    std::string groups;
+    for (gid_t g : s.groups) groups += (groups.empty() ? "" : ",") + std::to_string(g);
+    return "uid=" + std::to_string(s.uid) + "\ngid=" + std::to_string(s.gid) + "\ngroups=" + groups +
+           "\nout_dir=" + escape(s.out_dir) + "\n";
+}
+
+std::optional<JobState> parse_state(std::string_view text) {
+    JobState s;
+    bool have_uid = false, have_gid = false, have_dir = false;
+    while (!text.empty()) {
+        auto nl = text.find('\n');
+        std::string_view line = text.substr(0, nl);
+        text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
+        auto eq = line.find('=');
+        if (eq == std::string_view::npos) return std::nullopt;
+        std::string_view key = line.substr(0, eq), value = line.substr(eq + 1);
+        unsigned n = 0;
+        if (key == "uid" && parse_uint(value, 0, 4294967294U, &n)) {
+            s.uid = n;
+            have_uid = true;
+        } else if (key == "gid" && parse_uint(value, 0, 4294967294U, &n)) {
+            s.gid = n;
+            have_gid = true;
+        } else if (key == "groups") {
+            while (!value.empty()) {
+                auto comma = value.find(',');
+                if (!parse_uint(value.substr(0, comma), 0, 4294967294U, &n)) return std::nullopt;
+                s.groups.push_back(n);
+                value.remove_prefix(comma == std::string_view::npos ? value.size() : comma + 1);
+            }
+        } else if (key == "out_dir") {
+            auto dir = unescape(value);
+            if (!dir || dir->empty() || dir->front() != '/') return std::nullopt;
+            s.out_dir = *dir;
+            have_dir = true;
+        } else {
+            return std::nullopt;
+        }
+    }
+    if (!have_uid || !have_gid || !have_dir) return std::nullopt;
+    return s;
+}
+
+std::string state_path(std::string_view run_dir, std::string_view job_id) {
+    return std::string(run_dir) + "/" + std::string(job_id) + ".state";
+}
+std::string result_path(std::string_view run_dir, std::string_view job_id) {
+    return std::string(run_dir) + "/" + std::string(job_id) + ".result";
+}
+
+std::string write_root_file(const std::string& path, std::string_view content) {
+    std::string tmp = path + ".tmp." + std::to_string(getpid());
+    int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) return errno_text("cannot create " + tmp);
+    bool ok = write(fd, content.data(), content.size()) == static_cast<ssize_t>(content.size());
+    ok = close(fd) == 0 && ok;
+    if (!ok || rename(tmp.c_str(), path.c_str()) != 0) {
+        std::string err = errno_text("cannot write " + path);
+        unlink(tmp.c_str());
+        return err;
+    }
+    return "";
+}
+
+std::optional<std::string> read_root_file(const std::string& path, std::string* error) {
+    error->clear();
+    int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno != ENOENT) *error = errno_text("cannot open " + path);
+        return std::nullopt;
+    }
+    struct stat st {};
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != 0 || (st.st_mode & 022) != 0 ||
+        st.st_size > 65536) {
+        *error = path + " is not a root-owned private regular file; ignoring it";
+        close(fd);
+        return std::nullopt;
+    }
+    std::string content(static_cast<std::size_t>(st.st_size), '\0');
+    ssize_t n = read(fd, content.data(), content.size());
+    close(fd);
+    if (n < 0) {
+        *error = errno_text("cannot read " + path);
+        return std::nullopt;
+    }
+    content.resize(static_cast<std::size_t>(n));
+    return content;
+}
+
+std::string make_root_dir(const std::string& path) {
+    std::string partial;
+    std::size_t pos = 0;
+    while (pos != std::string::npos) {
+        pos = path.find('/', pos + 1);
+        partial = path.substr(0, pos);
+        if (partial.empty()) continue;
+        if (mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST)
+            return errno_text("cannot create " + partial);
+    }
+    struct stat st {};
+    if (lstat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != 0 || (st.st_mode & 022) != 0)
+        return path + " is not a root-owned directory writable only by root";
+    return "";
+}
+
+std::string make_user_dir(const std::string& path, uid_t uid, gid_t gid) {
+    if (mkdir(path.c_str(), 0700) == 0) {
+        if (chown(path.c_str(), uid, gid) != 0) return errno_text("cannot chown " + path);
+        return "";
+    }
+    if (errno != EEXIST) return errno_text("cannot create " + path);
+    struct stat st {};
+    if (lstat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != uid)
+        return path + " exists but is not a directory owned by the job user";
+    return "";
+}
+
+namespace {
+
+void remove_entries(int dirfd, int depth) {
+    DIR* dir = fdopendir(dirfd);
+    if (dir == nullptr) {
+        close(dirfd);
+        return;
+    }
+    while (dirent* e = readdir(dir)) {
+        if (std::strcmp(e->d_name, ".") == 0 || std::strcmp(e->d_name, "..") == 0) continue;
+        if (unlinkat(dirfd, e->d_name, 0) == 0 || errno != EISDIR) continue;
+        if (depth < 8) {
+            int sub = openat(dirfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            if (sub >= 0) remove_entries(sub, depth + 1);
+        }
+        unlinkat(dirfd, e->d_name, AT_REMOVEDIR);
+    }
+    closedir(dir);
+}
+
+}  // namespace
+
+std::string remove_tree(const std::string& path) {
+    int fd = open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return errno == ENOENT ? "" : errno_text("cannot open " + path);
+    remove_entries(fd, 0);
+    if (rmdir(path.c_str()) != 0 && errno != ENOENT) return errno_text("cannot remove " + path);
+    return "";
+}
+
+}  // namespace stallscope::spank
