@@ -94,12 +94,14 @@ std::size_t EthtoolSocket::stats_buffer_slots(std::uint32_t count) {
     return header + 2 * std::size_t{count} + 256;
 }
 
-EthtoolStatus EthtoolSocket::stats(const std::string& ifname, std::vector<std::uint64_t>& buffer,
-                                   const std::uint64_t*& values, std::uint32_t& n_stats, std::string& error) {
+EthtoolStatus EthtoolSocket::stats(const std::string& ifname, std::uint32_t count,
+                                   std::vector<std::uint64_t>& buffer, const std::uint64_t*& values,
+                                   std::uint32_t& n_stats, std::string& error) {
+    const std::size_t header = offsetof(ethtool_stats, data) / 8;
+    if (buffer.size() < stats_buffer_slots(count)) buffer.assign(stats_buffer_slots(count), 0);
     auto* stats = reinterpret_cast<ethtool_stats*>(buffer.data());
     stats->cmd = ETHTOOL_GSTATS;
-    const std::size_t header = offsetof(ethtool_stats, data) / 8;
-    stats->n_stats = static_cast<std::uint32_t>(buffer.size() - header);
+    stats->n_stats = count;
     const auto status = call(ifname, stats, error);
     if (status != EthtoolStatus::ok) return status;
     n_stats = stats->n_stats;

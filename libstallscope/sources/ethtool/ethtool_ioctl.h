@@ -31,11 +31,13 @@ class EthtoolSocket {
     // All ETH_SS_STATS names, `count` of them.
     EthtoolStatus stat_names(const std::string& ifname, std::uint32_t count, std::vector<std::string>& names,
                              std::string& error);
-    // The values. `buffer` is the caller's, reused between samples; it must hold a struct ethtool_stats
-    // header plus more u64 slots than the driver can return, because the kernel ignores the n_stats the
-    // caller passes and writes as many values as the driver has *now* (see ethtool_source.cc). On return
-    // `values` points into `buffer` and `n_stats` is what the kernel wrote.
-    EthtoolStatus stats(const std::string& ifname, std::vector<std::uint64_t>& buffer,
+    // The values, `count` of them as stat_names() listed. `buffer` is the caller's, reused between samples
+    // (sized with stats_buffer_slots). On return `values` points into `buffer` and `n_stats` is how many
+    // the kernel wrote: anything but `count` means the driver's list changed, so the names are stale.
+    // Kernels differ here: older ones ignore the n_stats we pass and write as many values as the driver
+    // has *now* (hence the headroom in the buffer); newer ones (seen on 6.18) answer n_stats = 0 and no
+    // values when ours does not match.
+    EthtoolStatus stats(const std::string& ifname, std::uint32_t count, std::vector<std::uint64_t>& buffer,
                         const std::uint64_t*& values, std::uint32_t& n_stats, std::string& error);
 
     // u64 slots `buffer` needs for `count` statistics with room for a count that grew meanwhile.

@@ -3,11 +3,11 @@
 //
 // Real mode (roots.ethtool empty, real /proc): SIOCETHTOOL on one kept-open socket. Names are fetched
 // once per interface (GSSET_INFO + GSTRINGS) and the indices of the kept statistics remembered; each
-// sample is GSSET_INFO (a cheap count check) + GSTATS. The count check matters: the kernel ignores the
-// n_stats we pass to GSTATS and writes as many values as the driver has *now* (mlx5 adds ~60 per channel
-// when channels are added), so a stale count would let it write past our buffer; the buffer also has
-// headroom (EthtoolSocket::stats_buffer_slots). Drivers that answer EOPNOTSUPP are remembered and never
-// asked again; `lo` is never asked.
+// sample is GSSET_INFO (a cheap count check) + GSTATS. The count check matters: older kernels ignore the
+// n_stats we pass to GSTATS and write as many values as the driver has *now* (mlx5 adds ~60 per channel
+// when channels are added), so a stale count would let them write past our buffer; the buffer also has
+// headroom (EthtoolSocket::stats_buffer_slots). Newer kernels answer a mismatch with n_stats = 0. Drivers
+// that answer EOPNOTSUPP are remembered and never asked again; `lo` is never asked.
 //
 // Fixture mode (roots.ethtool set): `<roots.ethtool>/<iface>` holds `ethtool -S <iface>` text; a missing
 // file means "no statistics" (like EOPNOTSUPP). With a fixture procfs but no ethtool root, nothing is
@@ -131,7 +131,7 @@ class EthtoolSource final : public Source {
         const std::uint64_t* values = nullptr;
         std::uint32_t n_stats = 0;
         if (status == EthtoolStatus::ok)
-            status = socket_->stats(iface.name, state.buffer, values, n_stats, error_);
+            status = socket_->stats(iface.name, state.count, state.buffer, values, n_stats, error_);
         if (status == EthtoolStatus::ok && n_stats != state.count) {
             state.mode = Mode::unprobed;  // the list changed under us: names next sample, no values now
             return;
