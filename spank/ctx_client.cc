@@ -1,33 +1,34 @@
 // srun (S_CTX_LOCAL) and sbatch/salloc (S_CTX_ALLOCATOR): register --stallscope and reject bad values
-// before anything is submitted. The value reaches slurmstepd through Slurm's own option forwarding;
-// STALLSCOPE=SECONDS reaches it through the job environment (srun/sbatch export the caller's env by
-// default; with --export=NONE it is not seen remotely, use the option then).
+// before anything is submitted.
+//
+// STALLSCOPE=SECONDS is turned into the variable SPANK itself reads as the option
+// (SLURM_SPANK__SLURM_SPANK_OPTION_stallscope_stallscope, plugstack.c spank_process_env_options, which
+// runs after slurm_spank_init and before the command line). So the friendly variable goes through the
+// same callback (bad values stop srun/sbatch, even though the plugin is `optional`: a failing
+// init_post_opt of an optional plugin is only logged), the command line still wins, and the value
+// reaches slurmstepd through Slurm's own option forwarding, also with --export=NONE.
 #include <cstdlib>
 
-#include "spank/option.h"
 #include "spank/plugin.h"
 
 namespace stallscope::spank {
 
 namespace {
-PluginConfig g_client_config = default_config();
+constexpr const char* kSpankOptionEnv = "SLURM_SPANK__SLURM_SPANK_OPTION_stallscope_stallscope";
 }
 
 int client_init(spank_t sp, int ac, char** av) {
-    g_client_config = load_config(ac, av);
-    return register_option(sp, g_client_config);
+    PluginConfig config = load_config(ac, av);
+    const char* friendly = std::getenv("STALLSCOPE");
+    if (friendly != nullptr && *friendly != '\0' && std::getenv(kSpankOptionEnv) == nullptr) {
+        setenv(kSpankOptionEnv, friendly, 0);
+        note_friendly_env(friendly);
+    }
+    return register_option(sp, config);
 }
 
 int client_init_post_opt(spank_t) {
-    // The option (command line or SLURM_SPANK_* env) was validated by its callback; the friendly
-    // variable is validated here so a typo fails at submission, not silently at run time.
-    if (option_seen().seen) return 0;
-    const char* value = std::getenv("STALLSCOPE");
-    if (value == nullptr || *value == '\0') return 0;
-    IntervalChoice choice = parse_interval(value, g_client_config, "STALLSCOPE");
-    if (choice.seconds) return 0;
-    slurm_error("stallscope: %s", choice.error.c_str());
-    return -1;
+    return 0;
 }
 
 }  // namespace stallscope::spank

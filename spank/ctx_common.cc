@@ -1,4 +1,5 @@
 // Shared by every context: plugstack arguments and the --stallscope option.
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -11,6 +12,7 @@ namespace {
 
 PluginConfig g_config = default_config();  // copy for the option callback (a plain C function pointer)
 OptionSeen g_seen;
+std::string g_friendly_value;  // STALLSCOPE copied into SPANK's option variable by client_init
 
 char g_name[] = "stallscope";
 char g_arginfo[] = "SECONDS";
@@ -19,10 +21,15 @@ char g_usage[] =
     "plugstack.conf). Also enabled by the STALLSCOPE=SECONDS environment variable.";
 
 // remote=0: srun/sbatch parsing the command line or SLURM_SPANK__SLURM_SPANK_OPTION_stallscope_stallscope;
-// a non-zero return makes srun/sbatch stop with our one-line message. remote=1: slurmstepd, where 22.05
-// calls us twice with the same value (fixed in 24.05; pyxis args.c copes the same way).
+// a non-zero return makes srun/sbatch stop (after our line, Slurm adds its generic "Invalid
+// --stallscope argument" / "Invalid argument ... for environment variable" line). remote=1: slurmstepd,
+// where 22.05 calls us twice with the same value (fixed in 24.05; pyxis args.c copes the same way).
 int option_callback(int, const char* optarg, int remote) {
-    IntervalChoice choice = parse_interval(optarg, g_config, "--stallscope");
+    // SPANK processes the environment before the command line: the first local call with the copied
+    // value came from STALLSCOPE, so say that in the message.
+    bool from_env =
+        !remote && !g_seen.seen && !g_friendly_value.empty() && optarg && g_friendly_value == optarg;
+    IntervalChoice choice = parse_interval(optarg, g_config, from_env ? "STALLSCOPE" : "--stallscope");
     g_seen.seen = true;
     g_seen.interval = choice.seconds;
     if (choice.seconds) return 0;
@@ -51,6 +58,10 @@ int register_option(spank_t sp, const PluginConfig& config) {
 
 const OptionSeen& option_seen() {
     return g_seen;
+}
+
+void note_friendly_env(const char* value) {
+    g_friendly_value = value ? value : "";
 }
 
 }  // namespace stallscope::spank

@@ -29,6 +29,8 @@ struct OptionSeen {
     std::optional<unsigned> interval;  // nullopt when the value was invalid
 };
 const OptionSeen& option_seen();
+// client_init copied STALLSCOPE=value into SPANK's option variable (messages then name STALLSCOPE).
+void note_friendly_env(const char* value);
 
 // srun (local) and sbatch/salloc (allocator).
 int client_init(spank_t sp, int ac, char** av);
