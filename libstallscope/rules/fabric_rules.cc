@@ -1,0 +1,308 @@
+#include "libstallscope/rules/fabric_rules.h"
+
+#include <algorithm>
+
+namespace stallscope {
+namespace {
+
+double per_s(double delta, const Rates& r) {
+    return r.interval_seconds > 0 ? delta / r.interval_seconds : 0;
+}
+
+// The first of the named counters that has a delta (ports name their packet counter differently).
+std::optional<double> first_delta(const Rates& r, const DeltaTable& table, const std::string& key,
+                                  std::initializer_list<const char*> names) {
+    for (const char* n : names)
+        if (auto d = delta_of(r, table, key, n)) return static_cast<double>(d->delta);
+    return std::nullopt;
+}
+
+}  // namespace
+
+bool is_rdma_netdev(const Snapshot& s, const std::string& iface) {
+    return std::any_of(s.rdma.begin(), s.rdma.end(),
+                       [&](const RdmaPort& p) { return !p.netdev.empty() && p.netdev == iface; });
+}
+
+void rdma_congestion_rule(const RuleInput& in, std::vector<Finding>& out) {
+    if (!in.rates) return;
+    const Rates& r = *in.rates;
+    for (const auto& port : in.cur.rdma) {
+        const std::string key = port.key();
+        const auto handled = sum_deltas(r.rdma_hw_counters, key, {"rp_cnp_handled"});
+        const auto marked = sum_deltas(r.rdma_hw_counters, key, {"np_ecn_marked_roce_packets"});
+        const auto sent = sum_deltas(r.rdma_hw_counters, key, {"np_cnp_sent"});
+        const double handled_s = per_s(handled.value_or(0), r);
+        const double ecn_s = per_s(std::max(marked.value_or(0), sent.value_or(0)), r);
+        const bool as_sender = handled && handled_s >= in.t.cnp_handled_per_s;
+        const bool as_receiver = (marked || sent) && ecn_s >= in.t.ecn_marked_per_s;
+        if (!as_sender && !as_receiver) continue;
+        Evidence ev{{"interval_seconds", r.interval_seconds}};
+        if (handled) ev["rp_cnp_handled_per_s"] = handled_s;
+        if (marked) ev["np_ecn_marked_roce_packets_per_s"] = per_s(*marked, r);
+        if (sent) ev["np_cnp_sent_per_s"] = per_s(*sent, r);
+        ev["cnp_handled_per_s_threshold"] = in.t.cnp_handled_per_s;
+        ev["ecn_marked_per_s_threshold"] = in.t.ecn_marked_per_s;
+        std::string msg;
+        double score = 0;
+        if (as_sender) {
+            msg = key + ": " + fmt_num(handled_s) + " CNPs/s handled (threshold " +
+                  fmt_num(in.t.cnp_handled_per_s) +
+                  "/s) — RoCE congestion control is slowing this host's senders";
+            score = handled_s / std::max(in.t.cnp_handled_per_s, 1e-9);
+        }
+        if (as_receiver) {
+            msg += (msg.empty() ? key + ": " : "; ") + fmt_num(ecn_s) +
+                   " ECN-marked packets/s received (threshold " + fmt_num(in.t.ecn_marked_per_s) +
+                   "/s) — the fabric path into this host is congested";
+            score = std::max(score, ecn_s / std::max(in.t.ecn_marked_per_s, 1e-9));
+        }
+        ev["direction"] = std::string(as_sender && as_receiver ? "both" : as_sender ? "sender" : "receiver");
+        out.push_back(make_finding("fabric_congestion", "fabric", "warning", kLabelSlow, key,
+                                   SubjectKind::kPort, std::move(msg), std::move(ev), score, "network"));
+    }
+}
+
+void rdma_loss_rule(const RuleInput& in, std::vector<Finding>& out) {
+    if (!in.rates) return;
+    const Rates& r = *in.rates;
+    for (const auto& port : in.cur.rdma) {
+        const std::string key = port.key();
+        const auto loss =
+            sum_deltas(r.rdma_hw_counters, key,
+                       {"out_of_sequence", "packet_seq_err", "duplicate_request", "implied_nak_seq_err"});
+        if (!loss || *loss < in.t.rdma_loss_min_events || *loss <= 0) continue;
+        const auto packets =
+            first_delta(r, r.rdma_counters, key, {"port_rcv_packets", "unicast_rcv_packets"});
+        Evidence ev{{"loss_events", *loss}, {"interval_seconds", r.interval_seconds}};
+        for (const char* n :
+             {"out_of_sequence", "packet_seq_err", "duplicate_request", "implied_nak_seq_err"})
+            if (auto d = delta_of(r, r.rdma_hw_counters, key, n)) ev[n] = static_cast<double>(d->delta);
+        const char* label = nullptr;
+        std::string msg;
+        double score = 1;
+        if (packets && *packets > 0) {
+            const double ppm = *loss / *packets * 1e6;
+            ev["received_packets"] = *packets;
+            ev["loss_per_mpkt"] = ppm;
+            ev["slow_per_mpkt_threshold"] = in.t.rdma_loss_slow_per_mpkt;
+            ev["fail_per_mpkt_threshold"] = in.t.rdma_loss_fail_per_mpkt;
+            if (ppm >= in.t.rdma_loss_fail_per_mpkt) {
+                label = kLabelFailRisk;
+                score = ppm / std::max(in.t.rdma_loss_fail_per_mpkt, 1e-9);
+            } else if (ppm >= in.t.rdma_loss_slow_per_mpkt) {
+                label = kLabelSlow;
+                score = ppm / std::max(in.t.rdma_loss_slow_per_mpkt, 1e-9);
+            } else {
+                continue;
+            }
+            msg = key + ": " + fmt_num(ppm) + " lost/out-of-order packets per million received (" +
+                  fmt_num(*loss) + " events; SLOW at " + fmt_num(in.t.rdma_loss_slow_per_mpkt) +
+                  ", FAIL_RISK at " + fmt_num(in.t.rdma_loss_fail_per_mpkt) +
+                  ") — go-back-N retransmits on the RDMA path";
+        } else {
+            const double rate = per_s(*loss, r);
+            ev["loss_per_s"] = rate;
+            ev["fail_per_s_threshold"] = in.t.rdma_loss_fail_per_s;
+            label = rate >= in.t.rdma_loss_fail_per_s ? kLabelFailRisk : kLabelSlow;
+            score = std::max(1.0, rate / std::max(in.t.rdma_loss_fail_per_s, 1e-9));
+            msg = key + ": " + fmt_num(rate) +
+                  " lost/out-of-order packets/s (no packet counter to normalise; " + "FAIL_RISK at " +
+                  fmt_num(in.t.rdma_loss_fail_per_s) + "/s) — retransmits on the RDMA path";
+        }
+        const char* severity = label == kLabelFailRisk ? "critical" : "warning";
+        out.push_back(make_finding("fabric_packet_loss", "fabric", severity, label, key, SubjectKind::kPort,
+                                   std::move(msg), std::move(ev), score, "network"));
+    }
+}
+
+void rdma_error_rule(const RuleInput& in, std::vector<Finding>& out) {
+    if (!in.rates) return;
+    const Rates& r = *in.rates;
+    struct Check {
+        const char* code;
+        std::vector<const char*> counters;
+        const char* what;
+    };
+    static const Check checks[] = {
+        {"fabric_ack_timeout",
+         {"local_ack_timeout_err", "roce_adp_retrans_to"},
+         "ACK timeouts — each one stalls the queue pair for a full transport timeout"},
+        {"fabric_retry_exceeded",
+         {"req_tx_retry_excd", "req_tx_retry_excd_err", "req_transport_retries_exceeded",
+          "req_rnr_retries_exceeded"},
+         "transport retries exhausted — the queue pair went to error, NCCL will abort"},
+        {"fabric_qp_error",
+         {"req_cqe_error", "resp_cqe_error", "req_remote_access_errors", "resp_remote_access_errors",
+          "req_remote_invalid_request", "resp_local_length_error"},
+         "completions with error — a queue pair failed"},
+    };
+    for (const auto& port : in.cur.rdma) {
+        const std::string key = port.key();
+        for (const auto& c : checks) {
+            Evidence ev{{"interval_seconds", r.interval_seconds}};
+            std::optional<double> n;
+            for (const char* name : c.counters) {
+                if (auto d = delta_of(r, r.rdma_hw_counters, key, name)) {
+                    ev[name] = static_cast<double>(d->delta);
+                    n = n.value_or(0) + static_cast<double>(d->delta);
+                }
+            }
+            if (!n || *n <= 0) continue;
+            ev["events"] = *n;
+            out.push_back(make_finding(c.code, "fabric", "critical", kLabelFailRisk, key, SubjectKind::kPort,
+                                       key + ": " + fmt_num(*n) + " " + c.what, std::move(ev), 1 + *n,
+                                       "network"));
+        }
+        if (auto rnr = sum_deltas(r.rdma_hw_counters, key, {"rnr_nak_retry_err"});
+            rnr && *rnr >= in.t.rnr_nak_min_events) {
+            Evidence ev{{"rnr_nak_retry_err", *rnr}, {"threshold", in.t.rnr_nak_min_events}};
+            out.push_back(
+                make_finding("fabric_rnr_nak", "fabric", "warning", kLabelFailRisk, key, SubjectKind::kPort,
+                             key + ": " + fmt_num(*rnr) + " RNR NAKs (receiver not ready; threshold " +
+                                 fmt_num(in.t.rnr_nak_min_events) +
+                                 ") — a peer posts receives too slowly, retries are running out",
+                             std::move(ev), *rnr / in.t.rnr_nak_min_events, "network"));
+        }
+        if (auto oob = sum_deltas(r.rdma_hw_counters, key, {"out_of_buffer"})) {
+            const double rate = per_s(*oob, r);
+            if (rate >= in.t.host_rx_discards_per_s && rate > 0) {
+                Evidence ev{{"out_of_buffer_per_s", rate}, {"threshold_per_s", in.t.host_rx_discards_per_s}};
+                out.push_back(make_finding(
+                    "host_rx_backpressure", "fabric", "warning", kLabelSlow, key, SubjectKind::kPort,
+                    key + ": " + fmt_num(rate) +
+                        " packets/s dropped for lack of receive buffers (threshold " +
+                        fmt_num(in.t.host_rx_discards_per_s) + "/s) — this host consumes too slowly",
+                    std::move(ev), rate / std::max(in.t.host_rx_discards_per_s, 1e-9), "network"));
+            }
+        }
+    }
+}
+
+void link_flap_rule(const RuleInput& in, std::vector<Finding>& out) {
+    if (!in.rates) return;
+    const Rates& r = *in.rates;
+    for (const auto& port : in.cur.rdma) {
+        const std::string key = port.key();
+        const auto downed = sum_deltas(r.rdma_counters, key, {"link_downed"});
+        const auto recovered = sum_deltas(r.rdma_counters, key, {"link_error_recovery"});
+        std::optional<double> phy;
+        if (!port.netdev.empty()) phy = sum_deltas(r.interfaces, port.netdev, {"link_down_events_phy"});
+        const double n = downed.value_or(0) + recovered.value_or(0) + phy.value_or(0);
+        if (n <= 0) continue;
+        Evidence ev{{"state", port.state}};
+        if (downed) ev["link_downed"] = *downed;
+        if (recovered) ev["link_error_recovery"] = *recovered;
+        if (phy) ev["link_down_events_phy"] = *phy;
+        out.push_back(make_finding(
+            "fabric_link_flap", "fabric", "critical", kLabelFailRisk, key, SubjectKind::kPort,
+            key + ": link went down/retrained " + fmt_num(n) + " time(s) during the step (link_downed +" +
+                fmt_num(downed.value_or(0)) + ", link_error_recovery +" + fmt_num(recovered.value_or(0)) +
+                ") — check cable/transceiver; collectives over it stall or abort",
+            std::move(ev), 1 + n, "network"));
+    }
+}
+
+void cc_misconfig_rule(const RuleInput& in, std::vector<Finding>& out) {
+    if (!in.rates) return;
+    for (const auto& port : in.cur.rdma) {
+        const std::string key = port.key();
+        const auto ignored = sum_deltas(in.rates->rdma_hw_counters, key, {"rp_cnp_ignored"});
+        if (!ignored || *ignored <= 0) continue;
+        out.push_back(make_finding("fabric_cc_misconfigured", "fabric", "warning", kLabelFast, key,
+                                   SubjectKind::kPort,
+                                   key + ": " + fmt_num(*ignored) +
+                                       " CNPs ignored — RoCE congestion control (DCQCN/ECN) is off for this "
+                                       "priority, congestion will turn into PFC pauses",
+                                   Evidence{{"rp_cnp_ignored", *ignored}}, 1));
+    }
+}
+
+void interface_errors_rule(const RuleInput& in, std::vector<Finding>& out) {
+    if (!in.rates) return;
+    const Rates& r = *in.rates;
+    const bool node_has_rdma = !in.cur.rdma.empty();
+    for (const auto& iface : in.cur.interfaces) {
+        if (iface.name == "lo") continue;
+        const auto errors = sum_deltas(r.interfaces, iface.name, {"rx_errors", "tx_errors"});
+        const auto drops = sum_deltas(r.interfaces, iface.name, {"rx_dropped", "tx_dropped"});
+        const auto packets = sum_deltas(r.interfaces, iface.name, {"rx_packets", "tx_packets"});
+        const double n = errors.value_or(0) + drops.value_or(0);
+        if (n <= 0 || n < in.t.iface_min_events) continue;
+        const double ppm = packets && *packets > 0 ? n / *packets * 1e6 : 1e6;
+        if (ppm < in.t.iface_errors_per_mpkt) continue;
+        Evidence ev{{"errors", errors.value_or(0)},
+                    {"drops", drops.value_or(0)},
+                    {"per_mpkt", ppm},
+                    {"threshold_per_mpkt", in.t.iface_errors_per_mpkt}};
+        if (packets) ev["packets"] = *packets;
+        const std::string numbers = fmt_num(errors.value_or(0)) + " errors + " + fmt_num(drops.value_or(0)) +
+                                    " drops (" + fmt_num(ppm) + " per million packets, threshold " +
+                                    fmt_num(in.t.iface_errors_per_mpkt) + ")";
+        if (is_rdma_netdev(in.cur, iface.name)) {
+            out.push_back(make_finding(
+                "fabric_interface_errors", "fabric", "warning", kLabelSlow, iface.name,
+                SubjectKind::kInterface, iface.name + " (RoCE netdev): " + numbers + " on the RDMA path",
+                std::move(ev), ppm / std::max(in.t.iface_errors_per_mpkt, 1e-9), "network"));
+        } else if (!node_has_rdma) {
+            out.push_back(make_finding(
+                "network_interface_errors", "network", "warning", kLabelSlow, iface.name,
+                SubjectKind::kInterface,
+                iface.name + ": " + numbers + " — no RDMA port on this node, so this is the data path",
+                std::move(ev), ppm / std::max(in.t.iface_errors_per_mpkt, 1e-9), "network"));
+        } else {
+            ev["rdma_path"] = std::string("no");
+            out.push_back(
+                make_finding("network_interface_errors", "network", "info", kLabelFast, iface.name,
+                             SubjectKind::kInterface,
+                             iface.name + ": " + numbers +
+                                 " — TCP/Ethernet only, not the RDMA path; not counted against the step",
+                             std::move(ev), 1));
+        }
+    }
+}
+
+void PortStateRule::evaluate(const RuleInput& in, std::vector<Finding>& out) {
+    for (const auto& port : in.cur.rdma) {
+        const std::string key = port.key();
+        PortHistory& h = ports_[key];
+        if (port.state.empty()) continue;  // unknown is not down
+        const bool active = port.state == "ACTIVE";
+        if (active) {
+            h.was_active = true;
+            if (port.rate_gbps) {
+                if (*port.rate_gbps < h.best_rate) {
+                    out.push_back(make_finding(
+                        "fabric_port_degraded", "fabric", "warning", kLabelSlow, key, SubjectKind::kPort,
+                        key + ": link rate fell from " + fmt_num(h.best_rate) + " to " +
+                            fmt_num(*port.rate_gbps) +
+                            " Gb/s during the step — link retrained at a lower width/speed",
+                        Evidence{{"rate_gbps", *port.rate_gbps}, {"best_rate_gbps", h.best_rate}},
+                        h.best_rate / std::max(*port.rate_gbps, 1.0), "network"));
+                }
+                h.best_rate = std::max(h.best_rate, *port.rate_gbps);
+            }
+            continue;
+        }
+        Evidence ev{{"state", port.state}, {"phys_state", port.phys_state}};
+        const bool polling = port.phys_state == "Polling" || port.phys_state == "LinkErrorRecovery";
+        if (h.was_active || polling) {
+            out.push_back(make_finding("fabric_port_down", "fabric", "critical", kLabelFailRisk, key,
+                                       SubjectKind::kPort,
+                                       key + ": port is " + port.state + " (" +
+                                           (port.phys_state.empty() ? "?" : port.phys_state) + ")" +
+                                           (h.was_active ? " after being ACTIVE in this step"
+                                                         : " — cable in but the link does not train") +
+                                           "; traffic over it has stopped",
+                                       std::move(ev), 2, "network"));
+        } else {
+            out.push_back(make_finding("fabric_port_inactive", "fabric", "info", kLabelFast, key,
+                                       SubjectKind::kPort,
+                                       key + ": port " + port.state + " (" + port.phys_state +
+                                           ") since the step started — not cabled or not used",
+                                       std::move(ev), 1));
+        }
+    }
+}
+
+}  // namespace stallscope

@@ -1,0 +1,76 @@
+#include "libstallscope/rules/finding.h"
+
+#include <cmath>
+#include <cstdio>
+
+namespace stallscope {
+
+Finding make_finding(const char* code, const char* category, const char* severity, const char* label,
+                     std::string subject, SubjectKind kind, std::string message, Evidence evidence,
+                     double score, const char* hint) {
+    Finding f;
+    f.reason.code = code;
+    f.reason.category = category;
+    f.reason.severity = severity;
+    f.reason.label = label;
+    f.reason.subject = std::move(subject);
+    f.reason.message = std::move(message);
+    f.reason.evidence = std::move(evidence);
+    f.kind = kind;
+    f.score = score;
+    f.hint = hint;
+    return f;
+}
+
+std::string fmt_num(double value) {
+    char buf[64];
+    const double mag = std::fabs(value);
+    if (mag >= 100 || value == std::floor(value))
+        std::snprintf(buf, sizeof buf, "%.0f", value);
+    else if (mag >= 10)
+        std::snprintf(buf, sizeof buf, "%.1f", value);
+    else if (mag >= 0.01)
+        std::snprintf(buf, sizeof buf, "%.2f", value);
+    else
+        std::snprintf(buf, sizeof buf, "%.2g", value);
+    std::string s = buf;
+    if (s.find('.') != std::string::npos && s.find('e') == std::string::npos) {
+        while (s.back() == '0') s.pop_back();
+        if (s.back() == '.') s.pop_back();
+    }
+    return s;
+}
+
+std::string gpu_name(const Gpu& gpu) {
+    if (gpu.index >= 0) return "GPU " + std::to_string(gpu.index);
+    if (!gpu.uuid.empty()) return gpu.uuid;
+    return gpu.pci_bus_id.empty() ? "GPU ?" : gpu.pci_bus_id;
+}
+
+std::optional<CounterDelta> delta_of(const Rates& rates, const DeltaTable& table, const std::string& entity,
+                                     const std::string& counter) {
+    const CounterDelta* d = rates.find(table, entity, counter);
+    if (!d) return std::nullopt;
+    return *d;
+}
+
+std::optional<double> sum_deltas(const DeltaTable& table, const std::string& entity,
+                                 std::initializer_list<const char*> counters) {
+    auto row = table.find(entity);
+    if (row == table.end()) return std::nullopt;
+    std::optional<double> sum;
+    for (const char* name : counters) {
+        auto cell = row->second.find(name);
+        if (cell != row->second.end()) sum = sum.value_or(0) + static_cast<double>(cell->second.delta);
+    }
+    return sum;
+}
+
+int label_rank(const std::string& label) {
+    if (label == kLabelFailRisk) return 3;
+    if (label == kLabelSlow) return 2;
+    if (label == kLabelUnknown) return 1;
+    return 0;
+}
+
+}  // namespace stallscope

@@ -1,0 +1,55 @@
+// What a rule sees (RuleInput) and what it produces (Finding): the small shared vocabulary of every
+// rule in libstallscope/rules. A rule is a free function or a small class with `evaluate(in, out)`.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "libstallscope/model/profile.h"
+#include "libstallscope/model/rates.h"
+#include "libstallscope/model/snapshot.h"
+#include "libstallscope/rules/thresholds.h"
+
+namespace stallscope {
+
+// What a reason is about, so the verdict can name the worst GPU / port / interface.
+enum class SubjectKind { kGpu, kPort, kInterface, kHost, kOther };
+
+struct RuleInput {
+    const Snapshot& cur;
+    const Snapshot* prev;  // nullptr on the first sample
+    const Rates* rates;    // nullptr on the first sample: delta rules stay silent
+    const Thresholds& t;
+};
+
+struct Finding {
+    Reason reason;
+    SubjectKind kind = SubjectKind::kOther;
+    double score = 1;  // value / threshold (>= 1 when it fired): ranks worst samples, drives confidence
+    std::string hint;  // compute | network | memory, or "" (no opinion on the bottleneck)
+    double since = 0;  // windowed rules: when the condition began (0 = this sample)
+};
+
+// Builds a finding; `label` is the label it pushes towards (kLabelSlow, ...).
+Finding make_finding(const char* code, const char* category, const char* severity, const char* label,
+                     std::string subject, SubjectKind kind, std::string message, Evidence evidence,
+                     double score = 1, const char* hint = "");
+
+// Numbers in messages: 1250, 12.5, 0.25 (no trailing zeros, no exponent for ordinary values).
+std::string fmt_num(double value);
+
+// "GPU 3" (index known) or the uuid / bus id; for messages.
+std::string gpu_name(const Gpu& gpu);
+
+// The delta of one counter in a Rates table, or nullopt.
+std::optional<CounterDelta> delta_of(const Rates& rates, const DeltaTable& table, const std::string& entity,
+                                     const std::string& counter);
+// Sum of the deltas of the named counters that exist (nullopt when none of them exists).
+std::optional<double> sum_deltas(const DeltaTable& table, const std::string& entity,
+                                 std::initializer_list<const char*> counters);
+
+// Label precedence: FAIL_RISK > SLOW > UNKNOWN > FAST (positive evidence beats missing data).
+int label_rank(const std::string& label);
+
+}  // namespace stallscope

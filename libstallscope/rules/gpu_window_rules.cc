@@ -1,0 +1,264 @@
+#include "libstallscope/rules/gpu_window_rules.h"
+
+#include <algorithm>
+#include <cctype>
+
+namespace stallscope {
+namespace {
+
+std::string normalized(const std::string& name) {
+    std::string s;
+    for (char c : name)
+        s += std::isalnum(static_cast<unsigned char>(c)) ? static_cast<char>(std::tolower(c)) : '_';
+    return s;
+}
+
+double median(std::vector<double> v) {
+    if (v.empty()) return 0;
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+Evidence gpu_ids(const Gpu& g) {
+    Evidence ev{{"gpu_index", static_cast<double>(g.index)}};
+    if (!g.uuid.empty()) ev["uuid"] = g.uuid;
+    return ev;
+}
+
+std::string join_names(const std::vector<const Gpu*>& gpus) {
+    std::string s;
+    for (const Gpu* g : gpus) s += (s.empty() ? "" : ", ") + gpu_name(*g);
+    return s;
+}
+
+}  // namespace
+
+unsigned hw_slowdown_bits(const Gpu& gpu) {
+    if (gpu.throttle_reasons_mask) return static_cast<unsigned>(*gpu.throttle_reasons_mask) & 0xC8u;
+    unsigned bits = 0;
+    for (const auto& raw : gpu.throttle_reasons) {
+        const std::string n = normalized(raw);
+        if (n.find("power_brake") != std::string::npos)
+            bits |= kHwPowerBrake;
+        else if (n.find("hw_thermal") != std::string::npos)
+            bits |= kHwThermal;
+        else if (n.find("hw_slowdown") != std::string::npos)
+            bits |= kHwSlowdown;
+    }
+    return bits;
+}
+
+void HwSlowdownRule::evaluate(const RuleInput& in, std::vector<Finding>& out) {
+    const double now = in.cur.time;
+    const double dt = last_time_ >= 0 && now > last_time_ ? now - last_time_ : 0;
+    last_time_ = now;
+    struct Kind {
+        unsigned bit;
+        const char* code;
+        const char* what;
+    };
+    static const Kind kinds[] = {
+        {kHwPowerBrake, "gpu_power_brake",
+         "HW power brake (external power-brake signal: PSU/board power event)"},
+        {kHwThermal, "gpu_hw_thermal_slowdown", "HW thermal slowdown"},
+        {kHwSlowdown, "gpu_hw_slowdown", "HW slowdown (thermal or power protection)"},
+    };
+    for (const auto& g : in.cur.gpus) {
+        auto& h = history_[gpu_key(g)];
+        h.push_back({now, dt, hw_slowdown_bits(g)});
+        while (!h.empty() && h.front().time <= now - in.t.hw_slowdown_window_seconds) h.pop_front();
+        double total = 0;
+        for (const auto& s : h) total += s.dt;
+        if (total <= 0) continue;
+        for (const auto& k : kinds) {
+            double set = 0, since = 0;
+            for (const auto& s : h)
+                if (s.bits & k.bit) {
+                    set += s.dt;
+                    if (since == 0) since = s.time;
+                }
+            const double share = set / total;
+            if (set <= 0 || share < in.t.hw_slowdown_min_share) continue;
+            Evidence ev = gpu_ids(g);
+            ev["share"] = share;
+            ev["window_seconds"] = total;
+            ev["threshold_share"] = in.t.hw_slowdown_min_share;
+            if (g.sm_clock_mhz) ev["sm_clock_mhz"] = static_cast<double>(*g.sm_clock_mhz);
+            if (g.power_w) ev["power_w"] = *g.power_w;
+            Finding f = make_finding(
+                k.code, "gpu", "warning", kLabelSlow, gpu_key(g), SubjectKind::kGpu,
+                gpu_name(g) + ": " + k.what + " in " + fmt_num(share * 100) + " % of the last " +
+                    fmt_num(total) + " s (threshold " + fmt_num(in.t.hw_slowdown_min_share * 100) +
+                    " %) — clocks forced down, needs hardware inspection",
+                std::move(ev), share / std::max(in.t.hw_slowdown_min_share, 1e-9), "compute");
+            f.since = since;
+            out.push_back(std::move(f));
+        }
+    }
+}
+
+void ThermalThrottleRule::evaluate(const RuleInput& in, std::vector<Finding>& out) {
+    for (const auto& g : in.cur.gpus) {
+        if (!g.sm_clock_mhz || !g.temperature_c) continue;
+        const double clock = static_cast<double>(*g.sm_clock_mhz), temp = *g.temperature_c;
+        const bool busy = !g.utilization_pct || *g.utilization_pct >= in.t.gpu_util_low_pct;
+        Peak& p = peaks_[gpu_key(g)];
+        if (!busy) continue;
+        if (clock >= p.clock) {
+            p = Peak{clock, temp, 0};
+            continue;
+        }
+        const double drop_pct = (p.clock - clock) / p.clock * 100;
+        const double rise = temp - p.temp;
+        if (drop_pct < in.t.thermal_clock_drop_pct || rise < in.t.thermal_temp_rise_c) continue;
+        if (p.since == 0) p.since = in.cur.time;
+        Evidence ev = gpu_ids(g);
+        ev["sm_clock_mhz"] = clock;
+        ev["peak_sm_clock_mhz"] = p.clock;
+        ev["clock_drop_pct"] = drop_pct;
+        ev["temperature_c"] = temp;
+        ev["temperature_at_peak_c"] = p.temp;
+        ev["clock_drop_threshold_pct"] = in.t.thermal_clock_drop_pct;
+        ev["temp_rise_threshold_c"] = in.t.thermal_temp_rise_c;
+        if (!g.throttle_reasons.empty()) {
+            std::string names;
+            for (const auto& n : g.throttle_reasons) names += (names.empty() ? "" : ",") + n;
+            ev["throttle_reasons"] = names;
+        }
+        Finding f =
+            make_finding("gpu_thermal_throttle", "gpu", "warning", kLabelSlow, gpu_key(g), SubjectKind::kGpu,
+                         gpu_name(g) + ": SM clock " + fmt_num(clock) + " MHz, " + fmt_num(drop_pct) +
+                             " % below its peak of " + fmt_num(p.clock) + " MHz, while temperature rose " +
+                             fmt_num(p.temp) + " → " + fmt_num(temp) + " °C — thermal throttling",
+                         std::move(ev), drop_pct / std::max(in.t.thermal_clock_drop_pct, 1e-9), "compute");
+        f.since = p.since;
+        out.push_back(std::move(f));
+    }
+}
+
+void BusyWaitHangRule::evaluate(const RuleInput& in, std::vector<Finding>& out) {
+    std::vector<const Gpu*> hung;
+    double since = 0, worst_frac = 0;
+    for (const auto& g : in.cur.gpus) {
+        Run& run = runs_[gpu_key(g)];
+        const bool spinning = g.utilization_pct && g.power_w && g.power_limit_w && *g.power_limit_w > 0 &&
+                              *g.utilization_pct >= in.t.hang_util_pct &&
+                              *g.power_w <= in.t.hang_power_max_frac * *g.power_limit_w;
+        if (!spinning) {
+            run = Run{};
+            continue;
+        }
+        if (run.samples++ == 0) run.since = in.cur.time;
+        if (run.samples < static_cast<int>(in.t.hang_min_samples)) continue;
+        hung.push_back(&g);
+        since = since == 0 ? run.since : std::min(since, run.since);
+        worst_frac = std::max(worst_frac, *g.power_w / *g.power_limit_w);
+    }
+    if (hung.empty()) return;
+    const Gpu& first = *hung.front();
+    Evidence ev = gpu_ids(first);
+    ev["gpus_hung"] = static_cast<double>(hung.size());
+    ev["gpus_total"] = static_cast<double>(in.cur.gpus.size());
+    ev["hung_gpus"] = join_names(hung);
+    ev["utilization_pct"] = *first.utilization_pct;
+    ev["power_w"] = *first.power_w;
+    ev["power_limit_w"] = *first.power_limit_w;
+    ev["max_power_fraction"] = worst_frac;
+    ev["power_threshold_fraction"] = in.t.hang_power_max_frac;
+    ev["samples_threshold"] = in.t.hang_min_samples;
+    Finding f = make_finding(
+        "gpu_busy_wait_hang", "gpu", "critical", kLabelFailRisk, gpu_key(first), SubjectKind::kGpu,
+        std::to_string(hung.size()) + " of " + std::to_string(in.cur.gpus.size()) + " GPU(s) (" +
+            join_names(hung) + ") at >= " + fmt_num(in.t.hang_util_pct) + " % utilization but drawing <= " +
+            fmt_num(worst_frac * 100) + " % of the power limit for >= " + fmt_num(in.t.hang_min_samples) +
+            " samples — kernels spin-waiting (a collective waiting on a dead or stuck peer?)",
+        std::move(ev), 3);
+    f.since = since;
+    out.push_back(std::move(f));
+}
+
+void IdleGpuRule::evaluate(const RuleInput& in, std::vector<Finding>& out) {
+    std::vector<const Gpu*> idle;
+    double since = 0;
+    int known = 0;
+    for (const auto& g : in.cur.gpus) {
+        if (!g.utilization_pct) continue;
+        ++known;
+        const std::string key = gpu_key(g);
+        if (*g.utilization_pct > in.t.gpu_idle_util_pct) {
+            idle_since_.erase(key);
+            continue;
+        }
+        const double start = idle_since_.emplace(key, in.cur.time).first->second;
+        if (in.cur.time - start < in.t.gpu_idle_window_seconds) continue;
+        idle.push_back(&g);
+        since = since == 0 ? start : std::min(since, start);
+    }
+    if (idle.empty()) return;
+    Evidence ev = gpu_ids(*idle.front());
+    ev["gpus_idle"] = static_cast<double>(idle.size());
+    ev["gpus_total"] = static_cast<double>(known);
+    ev["idle_gpus"] = join_names(idle);
+    ev["idle_seconds"] = in.cur.time - since;
+    ev["threshold_pct"] = in.t.gpu_idle_util_pct;
+    ev["window_seconds"] = in.t.gpu_idle_window_seconds;
+    Finding f = make_finding(
+        "gpu_idle", "gpu", "warning", kLabelSlow, gpu_key(*idle.front()), SubjectKind::kGpu,
+        std::to_string(idle.size()) + " of " + std::to_string(known) +
+            " allocated GPU(s) idle (<= " + fmt_num(in.t.gpu_idle_util_pct) + " % utilization) for " +
+            fmt_num(in.cur.time - since) + " s: " + join_names(idle) + " — the step does not use them",
+        std::move(ev), static_cast<double>(known) / std::max<size_t>(known - idle.size(), 1));
+    f.since = since;
+    out.push_back(std::move(f));
+}
+
+void StragglerRule::evaluate(const RuleInput& in, std::vector<Finding>& out) {
+    std::vector<const Gpu*> busy;
+    for (const auto& g : in.cur.gpus)
+        if (g.utilization_pct && *g.utilization_pct > in.t.gpu_idle_util_pct) busy.push_back(&g);
+    std::map<std::string, Run> next;
+    if (busy.size() >= 2) {
+        for (const Gpu* g : busy) {
+            std::vector<double> util, power;
+            for (const Gpu* peer : busy) {
+                if (peer == g) continue;
+                util.push_back(*peer->utilization_pct);
+                if (peer->power_w) power.push_back(*peer->power_w);
+            }
+            const double util_median = median(util);
+            const double util_gap = util_median - *g->utilization_pct;
+            const double power_median = median(power);
+            const double power_gap = g->power_w && power_median > 0 ? 1 - *g->power_w / power_median : 0;
+            const bool slow =
+                util_gap >= in.t.straggler_util_gap_pct ||
+                (g->power_w && power.size() == util.size() && power_gap >= in.t.straggler_power_gap_frac);
+            if (!slow) continue;
+            Run run = runs_[gpu_key(*g)];
+            if (run.samples++ == 0) run.since = in.cur.time;
+            next[gpu_key(*g)] = run;
+            if (run.samples < static_cast<int>(in.t.straggler_min_samples)) continue;
+            Evidence ev = gpu_ids(*g);
+            ev["utilization_pct"] = *g->utilization_pct;
+            ev["peer_median_utilization_pct"] = util_median;
+            if (g->power_w) ev["power_w"] = *g->power_w;
+            if (power_median > 0) ev["peer_median_power_w"] = power_median;
+            ev["util_gap_threshold_pct"] = in.t.straggler_util_gap_pct;
+            ev["power_gap_threshold_frac"] = in.t.straggler_power_gap_frac;
+            std::string msg = gpu_name(*g) + ": " + fmt_num(*g->utilization_pct) +
+                              " % utilization vs peer median " + fmt_num(util_median) + " %";
+            if (g->power_w && power_median > 0)
+                msg += ", " + fmt_num(*g->power_w) + " W vs " + fmt_num(power_median) + " W";
+            msg += " for " + std::to_string(run.samples) +
+                   " samples — a straggler: every synchronous step waits for this GPU";
+            Finding f = make_finding("gpu_straggler", "gpu", "warning", kLabelSlow, gpu_key(*g),
+                                     SubjectKind::kGpu, std::move(msg), std::move(ev),
+                                     1 + std::max(util_gap / 100, power_gap), "compute");
+            f.since = run.since;
+            out.push_back(std::move(f));
+        }
+    }
+    runs_ = std::move(next);
+}
+
+}  // namespace stallscope

@@ -1,0 +1,87 @@
+// GPU rules that judge a window of samples, each a small class holding only its own per-GPU history.
+#pragma once
+
+#include <deque>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "libstallscope/rules/finding.h"
+
+namespace stallscope {
+
+// Hardware slowdown bits of NVML's clocks-event mask, decoded from throttle_reasons_mask or from the
+// names (GPUd counts only these three; SW power cap / SW thermal are informational).
+enum HwSlowdownBits : unsigned { kHwSlowdown = 0x8, kHwThermal = 0x40, kHwPowerBrake = 0x80 };
+unsigned hw_slowdown_bits(const Gpu& gpu);
+
+// gpu_hw_slowdown / gpu_hw_thermal_slowdown / gpu_power_brake (SLOW): the bit was set in at least
+// hw_slowdown_min_share of the last hw_slowdown_window_seconds (GPUd: >= 6 of 10 minutes); a step
+// shorter than the window is judged over what was observed.
+class HwSlowdownRule {
+  public:
+    void evaluate(const RuleInput& in, std::vector<Finding>& out);
+
+  private:
+    struct Sample {
+        double time, dt;
+        unsigned bits;
+    };
+    std::map<std::string, std::deque<Sample>> history_;
+    double last_time_ = -1;
+};
+
+// gpu_thermal_throttle (SLOW): the SM clock fell >= thermal_clock_drop_pct below the busy peak of this
+// step while the temperature rose >= thermal_temp_rise_c since that peak (a power cap drops clocks too,
+// but without the temperature rise).
+class ThermalThrottleRule {
+  public:
+    void evaluate(const RuleInput& in, std::vector<Finding>& out);
+
+  private:
+    struct Peak {
+        double clock = 0, temp = 0, since = 0;
+    };
+    std::map<std::string, Peak> peaks_;
+};
+
+// gpu_busy_wait_hang (FAIL_RISK): utilization >= hang_util_pct while power <= hang_power_max_frac of
+// the power limit for >= hang_min_samples consecutive samples: kernels spin on a flag (a collective
+// waiting for a peer that will never come) instead of computing. One reason names all hung GPUs.
+class BusyWaitHangRule {
+  public:
+    void evaluate(const RuleInput& in, std::vector<Finding>& out);
+
+  private:
+    struct Run {
+        int samples = 0;
+        double since = 0;
+    };
+    std::map<std::string, Run> runs_;
+};
+
+// gpu_idle (SLOW): N of M GPUs at <= gpu_idle_util_pct continuously for >= gpu_idle_window_seconds.
+class IdleGpuRule {
+  public:
+    void evaluate(const RuleInput& in, std::vector<Finding>& out);
+
+  private:
+    std::map<std::string, double> idle_since_;
+};
+
+// gpu_straggler (SLOW): a busy GPU whose utilization is >= straggler_util_gap_pct points below the
+// median of its peers, or whose power is >= straggler_power_gap_frac below the peer median, for
+// straggler_min_samples consecutive samples (idle GPUs are gpu_idle's business).
+class StragglerRule {
+  public:
+    void evaluate(const RuleInput& in, std::vector<Finding>& out);
+
+  private:
+    struct Run {
+        int samples = 0;
+        double since = 0;
+    };
+    std::map<std::string, Run> runs_;
+};
+
+}  // namespace stallscope

@@ -1,0 +1,158 @@
+#include "libstallscope/rules/host_rules.h"
+
+#include <algorithm>
+
+namespace stallscope {
+namespace {
+
+std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
+    h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+    return h;
+}
+
+std::uint64_t mix_counters(std::uint64_t h, const CounterMap& m) {
+    for (const auto& [name, value] : m) h = mix(h, value ? *value + 1 : 0);
+    return h;
+}
+
+}  // namespace
+
+void host_pressure_rule(const RuleInput& in, std::vector<Finding>& out) {
+    const Psi& psi = in.cur.host_stats.psi;
+    struct Check {
+        const Gauge& value;
+        double threshold;
+        const char* code;
+        const char* what;
+        const char* hint;
+    };
+    const Check checks[] = {
+        {psi.memory_full_avg10, in.t.psi_memory_full_pct, "host_memory_pressure",
+         "of the time all tasks stalled on memory (PSI memory full avg10) — reclaim/swap is slowing the step",
+         "memory"},
+        {psi.io_full_avg10, in.t.psi_io_full_pct, "host_io_pressure",
+         "of the time all tasks stalled on I/O (PSI io full avg10) — input pipeline or checkpoint I/O bound",
+         ""},
+        {psi.cpu_some_avg10, in.t.psi_cpu_some_pct, "host_cpu_pressure",
+         "of the time runnable tasks waited for a CPU (PSI cpu some avg10) — data loaders starved of CPU",
+         ""},
+    };
+    for (const auto& c : checks) {
+        if (!c.value || *c.value < c.threshold || *c.value <= 0) continue;
+        out.push_back(make_finding(
+            c.code, "system", "warning", kLabelSlow, "host", SubjectKind::kHost,
+            "host: " + fmt_num(*c.value) + " % " + c.what + " (threshold " + fmt_num(c.threshold) + " %)",
+            Evidence{{"avg10_pct", *c.value}, {"threshold_pct", c.threshold}},
+            *c.value / std::max(c.threshold, 1e-9), c.hint));
+    }
+}
+
+void host_memory_low_rule(const RuleInput& in, std::vector<Finding>& out) {
+    const HostStats& h = in.cur.host_stats;
+    if (!h.mem_available_bytes || !h.mem_total_bytes || *h.mem_total_bytes == 0) return;
+    const double pct =
+        static_cast<double>(*h.mem_available_bytes) / static_cast<double>(*h.mem_total_bytes) * 100;
+    if (pct > in.t.mem_available_low_pct) return;
+    out.push_back(make_finding("host_memory_low", "system", "warning", kLabelSlow, "host", SubjectKind::kHost,
+                               "host: only " + fmt_num(pct) + " % of memory available (threshold " +
+                                   fmt_num(in.t.mem_available_low_pct) + " %) — OOM kills are next",
+                               Evidence{{"mem_available_pct", pct},
+                                        {"mem_available_bytes", static_cast<double>(*h.mem_available_bytes)},
+                                        {"threshold_pct", in.t.mem_available_low_pct}},
+                               in.t.mem_available_low_pct / std::max(pct, 0.1), "memory"));
+}
+
+void host_oom_rule(const RuleInput& in, std::vector<Finding>& out) {
+    if (!in.rates) return;
+    const auto d = delta_of(*in.rates, in.rates->host, "host", "oom_kills");
+    if (!d || d->delta == 0) return;
+    out.push_back(
+        make_finding("host_oom_kill", "system", "critical", kLabelFailRisk, "host", SubjectKind::kHost,
+                     "host: " + std::to_string(d->delta) +
+                         " process(es) OOM-killed during the step — a rank or data loader may be gone",
+                     Evidence{{"oom_kills_delta", static_cast<double>(d->delta)}},
+                     2 + static_cast<double>(d->delta), "memory"));
+}
+
+void BlockedProcessesRule::evaluate(const RuleInput& in, std::vector<Finding>& out) {
+    const auto& blocked = in.cur.host_stats.procs_blocked;
+    if (!blocked || static_cast<double>(*blocked) < in.t.procs_blocked_max || *blocked == 0) {
+        run_ = 0;
+        return;
+    }
+    if (run_++ == 0) since_ = in.cur.time;
+    if (run_ < static_cast<int>(in.t.procs_blocked_min_samples)) return;
+    Finding f = make_finding(
+        "host_blocked_processes", "system", "warning", kLabelSlow, "host", SubjectKind::kHost,
+        "host: " + std::to_string(*blocked) + " processes in uninterruptible sleep (D state) for " +
+            std::to_string(run_) + " samples (threshold " + fmt_num(in.t.procs_blocked_max) +
+            ") — a filesystem or device is hanging",
+        Evidence{{"procs_blocked", static_cast<double>(*blocked)},
+                 {"samples", static_cast<double>(run_)},
+                 {"threshold", in.t.procs_blocked_max}},
+        static_cast<double>(*blocked) / std::max(in.t.procs_blocked_max, 1.0));
+    f.since = since_;
+    out.push_back(std::move(f));
+}
+
+void collector_failure_rule(const RuleInput& in, std::vector<Finding>& out) {
+    for (const auto& [name, why] : in.cur.collector_failures) {
+        out.push_back(make_finding("collector_failed", "telemetry", "warning", kLabelUnknown, name,
+                                   SubjectKind::kOther,
+                                   "collector " + name + " failed: " + why +
+                                       " — its counters are missing from this sample, so no verdict on them",
+                                   Evidence{{"collector", name}, {"error", why}}, 1));
+    }
+}
+
+void StaleTelemetryRule::track(Family& f, std::uint64_t fingerprint, double now) {
+    if (!f.seen) {
+        f = Family{fingerprint, true, false, 0, now};
+        return;
+    }
+    if (fingerprint != f.fingerprint) {
+        f.fingerprint = fingerprint;
+        f.moved = true;
+        f.frozen_samples = 0;
+        f.frozen_since = now;
+        return;
+    }
+    ++f.frozen_samples;
+}
+
+void StaleTelemetryRule::evaluate(const RuleInput& in, std::vector<Finding>& out) {
+    const double now = in.cur.time;
+    auto judge = [&](const std::string& name, Family& f, const std::string& subject, SubjectKind kind,
+                     const std::string& what) {
+        if (!f.moved || f.frozen_samples < static_cast<int>(in.t.stale_min_samples) ||
+            now - f.frozen_since < in.t.stale_seconds)
+            return;
+        Finding finding = make_finding(
+            "telemetry_stale", "telemetry", "warning", kLabelUnknown, subject, kind,
+            what + " stopped changing " + fmt_num(now - f.frozen_since) + " s ago (" +
+                std::to_string(f.frozen_samples) + " samples; threshold " + fmt_num(in.t.stale_seconds) +
+                " s) after moving earlier in the step — stuck collector or cached reads, not a quiet node",
+            Evidence{{"family", name},
+                     {"frozen_seconds", now - f.frozen_since},
+                     {"frozen_samples", static_cast<double>(f.frozen_samples)},
+                     {"threshold_seconds", in.t.stale_seconds}},
+            1);
+        finding.since = f.frozen_since;
+        out.push_back(std::move(finding));
+    };
+    if (!in.cur.rdma.empty()) {
+        std::uint64_t h = 0;
+        for (const auto& p : in.cur.rdma) h = mix_counters(mix_counters(h, p.counters), p.hw_counters);
+        Family& f = families_["rdma"];
+        track(f, h, now);
+        judge("rdma", f, "rdma", SubjectKind::kOther, "all RDMA port counters");
+    }
+    for (const auto& g : in.cur.gpus) {
+        if (!g.energy_mj) continue;
+        Family& f = families_["gpu_energy:" + gpu_key(g)];
+        track(f, *g.energy_mj, now);
+        judge("gpu_energy", f, gpu_key(g), SubjectKind::kGpu, gpu_name(g) + ": energy counter");
+    }
+}
+
+}  // namespace stallscope

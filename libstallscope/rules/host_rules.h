@@ -1,0 +1,57 @@
+// Host rules (procfs: PSI, meminfo, vmstat, stat) and telemetry rules (is the data itself trustworthy?).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "libstallscope/rules/finding.h"
+
+namespace stallscope {
+
+// host_memory_pressure (SLOW): psi memory full avg10 >= psi_memory_full_pct.
+// host_io_pressure (SLOW): psi io full avg10 >= psi_io_full_pct.
+// host_cpu_pressure (SLOW): psi cpu some avg10 >= psi_cpu_some_pct (data loaders starved of CPU).
+void host_pressure_rule(const RuleInput& in, std::vector<Finding>& out);
+
+// host_memory_low (SLOW): MemAvailable / MemTotal <= mem_available_low_pct.
+void host_memory_low_rule(const RuleInput& in, std::vector<Finding>& out);
+
+// host_oom_kill (FAIL_RISK): /proc/vmstat oom_kill delta > 0 during the step.
+void host_oom_rule(const RuleInput& in, std::vector<Finding>& out);
+
+// host_blocked_processes (SLOW): procs_blocked >= procs_blocked_max for procs_blocked_min_samples
+// consecutive samples (GPUd: D-state processes in 5 consecutive checks; usually a hung filesystem).
+class BlockedProcessesRule {
+  public:
+    void evaluate(const RuleInput& in, std::vector<Finding>& out);
+
+  private:
+    int run_ = 0;
+    double since_ = 0;
+};
+
+// collector_failed (UNKNOWN): a collector failed or overran its deadline this sample
+// (Snapshot::collector_failures); its counters are missing, so silence must not read as FAST.
+void collector_failure_rule(const RuleInput& in, std::vector<Finding>& out);
+
+// telemetry_stale (UNKNOWN): a counter family that moved earlier in the step (all RDMA port counters of
+// the node; one GPU's energy counter) has been frozen for >= stale_seconds and >= stale_min_samples
+// samples while samples keep coming: a stuck collector or cached reads, not a quiet node.
+class StaleTelemetryRule {
+  public:
+    void evaluate(const RuleInput& in, std::vector<Finding>& out);
+
+  private:
+    struct Family {
+        std::uint64_t fingerprint = 0;
+        bool seen = false, moved = false;
+        int frozen_samples = 0;
+        double frozen_since = 0;
+    };
+    void track(Family& f, std::uint64_t fingerprint, double now);
+    std::map<std::string, Family> families_;
+};
+
+}  // namespace stallscope

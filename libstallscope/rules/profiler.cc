@@ -1,0 +1,175 @@
+#include "libstallscope/rules/profiler.h"
+
+#include <algorithm>
+#include <set>
+
+#include "libstallscope/rules/gpu_rules.h"
+
+namespace stallscope {
+namespace {
+
+bool has_counters(const Snapshot& s) {
+    if (!s.gpus.empty() || !s.rdma.empty() || s.host_stats.mem_total_bytes) return true;
+    return std::any_of(s.interfaces.begin(), s.interfaces.end(),
+                       [](const NetInterface& i) { return i.name != "lo"; });
+}
+
+bool any_deltas(const Rates& r) {
+    return !r.host.empty() || !r.interfaces.empty() || !r.rdma_counters.empty() ||
+           !r.rdma_hw_counters.empty() || !r.gpus.empty();
+}
+
+std::optional<double> mean_gpu_util(const Snapshot& s) {
+    double sum = 0;
+    int n = 0;
+    for (const auto& g : s.gpus)
+        if (g.utilization_pct) sum += *g.utilization_pct, ++n;
+    if (n == 0) return std::nullopt;
+    return sum / n;
+}
+
+// How much of the node the sample could judge: GPUs, network (deltas), host. 0..1.
+double coverage(const Snapshot& s, const Rates* r) {
+    double parts = 0;
+    if (mean_gpu_util(s)) parts += 1;
+    if (r && (!r->rdma_counters.empty() || !r->rdma_hw_counters.empty() || !r->interfaces.empty()))
+        parts += 1;
+    if (s.host_stats.psi.memory_full_avg10 || s.host_stats.mem_available_bytes) parts += 1;
+    return parts / 3;
+}
+
+Finding delta_rules_pending() {
+    return make_finding("delta_rules_pending", "profiler", "info", kLabelFast, "profiler",
+                        SubjectKind::kOther,
+                        "first sample: lifetime counters are reported but not judged; delta rules (RDMA "
+                        "loss/congestion, PFC, link flaps, ECC, OOM kills) need a second sample",
+                        Evidence{{"samples", 1.0}}, 1);
+}
+
+}  // namespace
+
+Profiler::Profiler(Thresholds t) : t_(t) {}
+
+const Rates* Profiler::last_rates() const {
+    return rates_ ? &*rates_ : nullptr;
+}
+
+std::vector<Finding> Profiler::run_rules(const RuleInput& in) {
+    std::vector<Finding> out;
+    // telemetry
+    collector_failure_rule(in, out);
+    stale_.evaluate(in, out);
+    // fabric
+    port_state_.evaluate(in, out);
+    link_flap_rule(in, out);
+    rdma_error_rule(in, out);
+    rdma_loss_rule(in, out);
+    rdma_congestion_rule(in, out);
+    cc_misconfig_rule(in, out);
+    pfc_.evaluate(in, out);
+    interface_errors_rule(in, out);
+    // gpu
+    xid_rule(in, out);
+    gpu_ecc_rule(in, out);
+    hw_slowdown_.evaluate(in, out);
+    thermal_.evaluate(in, out);
+    hang_.evaluate(in, out);
+    idle_.evaluate(in, out);
+    straggler_.evaluate(in, out);
+    gpu_low_utilization_rule(in, out);
+    gpu_memory_high_rule(in, out);
+    gpu_temperature_rule(in, out);
+    // host
+    host_oom_rule(in, out);
+    host_memory_low_rule(in, out);
+    host_pressure_rule(in, out);
+    blocked_.evaluate(in, out);
+    return out;
+}
+
+Profile Profiler::observe(const Snapshot& s) {
+    const double interval = previous_ && s.time > previous_->time ? s.time - previous_->time : 0;
+    if (previous_) rates_ = compute_rates(*previous_, s);
+    const Rates* rates = rates_ ? &*rates_ : nullptr;
+    const RuleInput in{s, previous_ ? &*previous_ : nullptr, rates, t_};
+
+    std::vector<Finding> findings = run_rules(in);
+    for (Finding& f : findings)
+        f.reason.first_seen = verdict_.first_seen(f.reason, f.since > 0 ? f.since : s.time);
+
+    Profile p;
+    int worst = 0;
+    double conf = 0;
+    std::set<std::string> hints;
+    std::string unknown;
+    for (const Finding& f : findings) worst = std::max(worst, label_rank(f.reason.label));
+    for (const Finding& f : findings) {
+        if (label_rank(f.reason.label) != worst) continue;
+        conf = std::max(conf, reason_confidence(f.reason.severity, f.score));
+        if (!f.hint.empty()) hints.insert(f.hint);
+        if (f.reason.label == kLabelUnknown) {
+            const char* what =
+                f.reason.code == "collector_failed" ? "collectors_failing" : f.reason.code.c_str();
+            unknown += (unknown.empty() ? "" : "; ") + std::string(what) + ": " + f.reason.subject;
+        }
+    }
+    const bool counters = has_counters(s);
+    if (worst == 0 && !counters) {
+        worst = 1;
+        unknown = "no_counters: the sample holds no GPU, RDMA, interface or host data";
+    }
+    switch (worst) {
+        case 3:
+            p.label = kLabelFailRisk;
+            break;
+        case 2:
+            p.label = kLabelSlow;
+            break;
+        case 1:
+            p.label = kLabelUnknown;
+            break;
+        default:
+            p.label = kLabelFast;
+            break;
+    }
+    const auto util = mean_gpu_util(s);
+    if (p.label == kLabelFast) conf = (rates ? 0.6 : 0.4) + 0.35 * coverage(s, rates);
+    if (p.label == kLabelUnknown) {
+        conf = 0;
+        p.unknown_reason = unknown;
+    }
+    p.confidence = conf;
+    if (worst >= 2 && hints.size() == 1)
+        p.bottleneck_hint = *hints.begin();
+    else if (worst >= 2 && hints.size() > 1)
+        p.bottleneck_hint = "mixed";
+    else if (worst != 1 && util && *util >= 80)
+        p.bottleneck_hint = "compute";
+
+    SampleOutcome outcome;
+    outcome.time = s.time;
+    outcome.interval = interval;
+    outcome.findings = &findings;
+    outcome.label = p.label;
+    outcome.confidence = p.confidence;
+    outcome.counters_seen = (rates && any_deltas(*rates)) || util.has_value();
+    outcome.collectors_failed = !s.collector_failures.empty();
+    outcome.mean_gpu_util = util;
+    verdict_.add(outcome);
+
+    for (Finding& f : findings) p.reasons.push_back(std::move(f.reason));
+    if (!previous_) {
+        Finding pending = delta_rules_pending();
+        pending.reason.first_seen = s.time;
+        p.reasons.push_back(std::move(pending.reason));
+    }
+    order_reasons(p.reasons);
+    previous_ = s;
+    return p;
+}
+
+StepVerdict Profiler::verdict() const {
+    return verdict_.build(t_);
+}
+
+}  // namespace stallscope

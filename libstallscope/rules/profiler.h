@@ -1,0 +1,49 @@
+// The profiler: runs every rule on each sample (per-sample Profile) and folds the samples into the
+// whole-step verdict. One instance per step and node; live recording and replay use the same code path.
+#pragma once
+
+#include <optional>
+
+#include "libstallscope/model/profile.h"
+#include "libstallscope/model/rates.h"
+#include "libstallscope/model/snapshot.h"
+#include "libstallscope/rules/fabric_rules.h"
+#include "libstallscope/rules/gpu_window_rules.h"
+#include "libstallscope/rules/host_rules.h"
+#include "libstallscope/rules/pfc_rules.h"
+#include "libstallscope/rules/thresholds.h"
+#include "libstallscope/rules/verdict.h"
+
+namespace stallscope {
+
+class Profiler {
+  public:
+    explicit Profiler(Thresholds t = {});
+
+    // Profiles one sample. Rates are computed against the previously observed snapshot; delta rules
+    // apply from the second sample on (the first sample says so in an info reason).
+    Profile observe(const Snapshot& s);
+    const Rates* last_rates() const;  // nullptr before the 2nd sample
+    StepVerdict verdict() const;      // whole-step verdict over everything observed so far
+    const Thresholds& thresholds() const { return t_; }
+
+  private:
+    std::vector<Finding> run_rules(const RuleInput& in);
+
+    Thresholds t_;
+    std::optional<Snapshot> previous_;
+    std::optional<Rates> rates_;
+    // Rules that keep a window of history.
+    PortStateRule port_state_;
+    PfcRule pfc_;
+    HwSlowdownRule hw_slowdown_;
+    ThermalThrottleRule thermal_;
+    BusyWaitHangRule hang_;
+    IdleGpuRule idle_;
+    StragglerRule straggler_;
+    BlockedProcessesRule blocked_;
+    StaleTelemetryRule stale_;
+    VerdictAccumulator verdict_;
+};
+
+}  // namespace stallscope

@@ -1,0 +1,206 @@
+#include "libstallscope/rules/verdict.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <tuple>
+
+namespace stallscope {
+namespace {
+
+std::string entry_key(const Reason& r) {
+    return r.code + '\x1f' + r.subject;
+}
+
+int sample_tier(const Reason& r) {
+    const int rank = label_rank(r.label);
+    return rank >= 2 ? 0 : rank == 1 ? 1 : 2;
+}
+
+}  // namespace
+
+int causal_rank(const std::string& code) {
+    static const std::map<std::string, int> ranks = {
+        {"collector_failed", 0},         {"telemetry_stale", 1},
+        {"gpu_xid_critical", 10},        {"gpu_ecc_uncorrected", 11},
+        {"gpu_row_remap_failure", 12},   {"gpu_row_remap_pending", 13},
+        {"fabric_port_down", 20},        {"fabric_link_flap", 21},
+        {"fabric_port_degraded", 22},    {"fabric_qp_error", 23},
+        {"fabric_retry_exceeded", 24},   {"fabric_ack_timeout", 25},
+        {"fabric_packet_loss", 26},      {"fabric_rnr_nak", 27},
+        {"pfc_pause_storm", 28},         {"host_rx_backpressure", 29},
+        {"pfc_fabric_backpressure", 30}, {"fabric_congestion", 31},
+        {"fabric_interface_errors", 32}, {"gpu_power_brake", 40},
+        {"gpu_hw_thermal_slowdown", 41}, {"gpu_hw_slowdown", 42},
+        {"gpu_thermal_throttle", 43},    {"host_oom_kill", 50},
+        {"host_memory_low", 51},         {"host_memory_pressure", 52},
+        {"host_io_pressure", 53},        {"host_blocked_processes", 54},
+        {"host_cpu_pressure", 55},       {"gpu_xid_app_error", 60},
+        {"gpu_xid_warning", 61},         {"gpu_busy_wait_hang", 70},
+        {"gpu_straggler", 80},           {"gpu_idle", 81},
+        {"gpu_low_utilization", 82},
+    };
+    auto it = ranks.find(code);
+    return it == ranks.end() ? 65 : it->second;
+}
+
+bool is_symptom(const std::string& code) {
+    return code == "gpu_low_utilization" || code == "gpu_idle" || code == "gpu_straggler";
+}
+
+void order_reasons(std::vector<Reason>& reasons) {
+    std::stable_sort(reasons.begin(), reasons.end(), [](const Reason& a, const Reason& b) {
+        return std::make_tuple(sample_tier(a), is_symptom(a.code), a.first_seen, causal_rank(a.code),
+                               a.subject) < std::make_tuple(sample_tier(b), is_symptom(b.code), b.first_seen,
+                                                            causal_rank(b.code), b.subject);
+    });
+}
+
+double reason_confidence(const std::string& severity, double score) {
+    const double past = std::log2(std::max(score, 1.0));  // 0 at the threshold, 1 at twice it
+    if (severity == "critical") return std::min(0.99, 0.9 + 0.03 * past);
+    return std::clamp(0.6 + 0.1 * past, 0.6, 0.9);
+}
+
+double VerdictAccumulator::first_seen(const Reason& r, double fallback) const {
+    auto it = entries_.find(entry_key(r));
+    return it == entries_.end() ? fallback : it->second.summary.reason.first_seen;
+}
+
+void VerdictAccumulator::add(const SampleOutcome& s) {
+    if (samples_ == 0) start_ = s.time;
+    end_ = std::max(end_, s.time);
+    ++samples_;
+    if (s.collectors_failed) ++failed_samples_;
+    counters_seen_ = counters_seen_ || s.counters_seen;
+    if (s.label == kLabelFast) {
+        ++fast_samples_;
+        fast_confidence_sum_ += s.confidence;
+    }
+    if (s.mean_gpu_util) util_sum_ += *s.mean_gpu_util, ++util_samples_;
+    if (!s.findings) return;
+    std::set<std::string> fired;  // one count per (code, subject) per sample
+    for (const Finding& f : *s.findings) {
+        const std::string key = entry_key(f.reason);
+        if (!fired.insert(key).second) continue;
+        auto [it, fresh] = entries_.try_emplace(key);
+        Entry& e = it->second;
+        if (fresh) {
+            e.summary.reason = f.reason;
+            e.kind = f.kind;
+            e.hint = f.hint;
+            e.first_score = e.worst_score = f.score;
+            // A windowed rule knows its condition began before it fired: count that time too.
+            e.summary.duration_seconds = f.since > 0 && f.since < s.time ? s.time - f.since : s.interval;
+        } else {
+            e.summary.duration_seconds += s.interval;
+            if (f.score > e.worst_score) {
+                e.worst_score = f.score;
+                e.summary.worst_evidence = f.reason.evidence;
+            }
+            if (label_rank(f.reason.label) > label_rank(e.summary.reason.label)) {
+                // e.g. packet loss that crossed from SLOW to FAIL_RISK: the step carries the worse label
+                e.summary.reason.label = f.reason.label;
+                e.summary.reason.severity = f.reason.severity;
+            }
+        }
+        e.summary.last_seen = s.time;
+        ++e.summary.samples;
+    }
+}
+
+StepVerdict VerdictAccumulator::build(const Thresholds& t) const {
+    StepVerdict v;
+    v.samples = samples_;
+    v.start_time = start_;
+    v.end_time = end_;
+    const double step = v.duration_seconds();
+    struct Ranked {
+        ReasonSummary summary;
+        SubjectKind kind;
+        std::string hint;
+        double score;
+        int tier;
+    };
+    std::vector<Ranked> ranked;
+    bool fail = false, slow = false, stale = false;
+    double fail_conf = 0, slow_conf = 0;
+    std::set<std::string> hints;
+    for (const auto& [key, e] : entries_) {
+        ReasonSummary s = e.summary;
+        s.share = step > 0 ? std::min(1.0, s.duration_seconds / step)
+                           : static_cast<double>(s.samples) / std::max(samples_, 1);
+        const std::string& label = s.reason.label;
+        const double conf = reason_confidence(s.reason.severity, e.worst_score);
+        int tier = 2;
+        if (label == kLabelFailRisk) {
+            fail = true;
+            fail_conf = std::max(fail_conf, conf);
+            tier = 0;
+        } else if (label == kLabelSlow && (s.share >= t.verdict_slow_min_share || step <= 0)) {
+            slow = true;
+            slow_conf = std::max(slow_conf, conf * (0.75 + 0.25 * std::min(1.0, s.share / 0.5)));
+            tier = 0;
+        } else if (label == kLabelUnknown) {
+            tier = 1;
+            if (s.reason.code == "telemetry_stale" && s.share >= t.collectors_failing_min_share) stale = true;
+        }
+        if (tier == 0 && !e.hint.empty()) hints.insert(e.hint);
+        ranked.push_back({std::move(s), e.kind, e.hint, e.worst_score, tier});
+    }
+    std::stable_sort(ranked.begin(), ranked.end(), [](const Ranked& a, const Ranked& b) {
+        const Reason &x = a.summary.reason, &y = b.summary.reason;
+        return std::make_tuple(a.tier, is_symptom(x.code), x.first_seen, causal_rank(x.code), x.subject) <
+               std::make_tuple(b.tier, is_symptom(y.code), y.first_seen, causal_rank(y.code), y.subject);
+    });
+
+    if (samples_ < 2 || step < t.min_step_seconds) v.unknown_reasons.push_back("step_too_short");
+    if (samples_ >= 2 && !counters_seen_) v.unknown_reasons.push_back("no_counters");
+    if (samples_ > 0 && failed_samples_ > 0 &&
+        static_cast<double>(failed_samples_) / samples_ >= t.collectors_failing_min_share)
+        v.unknown_reasons.push_back("collectors_failing");
+    if (stale) v.unknown_reasons.push_back("telemetry_stale");
+
+    if (fail) {
+        v.label = kLabelFailRisk;
+        v.confidence = fail_conf;
+    } else if (slow) {
+        v.label = kLabelSlow;
+        v.confidence = slow_conf;
+    } else if (!v.unknown_reasons.empty()) {
+        v.label = kLabelUnknown;
+        v.confidence = 0;
+    } else {
+        v.label = kLabelFast;
+        v.confidence = fast_samples_ ? fast_confidence_sum_ / fast_samples_ * fast_samples_ / samples_ : 0;
+    }
+    if (v.label != kLabelUnknown) v.unknown_reasons.clear();
+
+    if (hints.size() == 1)
+        v.bottleneck_hint = *hints.begin();
+    else if (hints.size() > 1)
+        v.bottleneck_hint = "mixed";
+    else if (v.label != kLabelUnknown && util_samples_ && util_sum_ / util_samples_ >= 80)
+        v.bottleneck_hint = "compute";
+
+    // Worst GPU / port / interface: the worst label first, then the biggest share, then the score.
+    auto pick = [&](SubjectKind kind) {
+        const Ranked* best = nullptr;
+        for (const auto& r : ranked) {
+            if (r.kind != kind) continue;
+            auto rank = [](const Ranked& x) {
+                return std::make_tuple(x.tier == 0 ? 1 : 0, label_rank(x.summary.reason.label),
+                                       x.summary.share, x.score);
+            };
+            if (!best || rank(r) > rank(*best)) best = &r;
+        }
+        return best ? best->summary.reason.subject : std::string();
+    };
+    v.worst_gpu = pick(SubjectKind::kGpu);
+    v.worst_port = pick(SubjectKind::kPort);
+    v.worst_interface = pick(SubjectKind::kInterface);
+    for (auto& r : ranked) v.reasons.push_back(std::move(r.summary));
+    return v;
+}
+
+}  // namespace stallscope

@@ -1,0 +1,62 @@
+// Whole-step verdict: folds the findings of every sample into one StepVerdict. Live recording and
+// replay both feed it through Profiler::observe, so a replay reproduces the recorded verdict.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "libstallscope/rules/finding.h"
+
+namespace stallscope {
+
+// Root cause before symptoms: lower rank = further upstream (a dead link before the loss it causes,
+// loss before congestion, throttling before low utilization). Codes not listed rank in the middle.
+int causal_rank(const std::string& code);
+// Symptoms (low/idle/straggling GPUs) sort after every cause of the same tier, whatever their time.
+bool is_symptom(const std::string& code);
+
+// Orders reasons: tier (label-driving, then UNKNOWN, then informational), symptoms last, earliest
+// first_seen first, then causal rank, then subject.
+void order_reasons(std::vector<Reason>& reasons);
+
+// One sample as the accumulator needs it.
+struct SampleOutcome {
+    double time = 0;
+    double interval = 0;  // seconds since the previous sample (0 for the first)
+    const std::vector<Finding>* findings = nullptr;
+    std::string label;               // per-sample label
+    double confidence = 0;           // per-sample confidence
+    bool counters_seen = false;      // any GPU gauge or any counter delta this sample
+    bool collectors_failed = false;  // Snapshot::collector_failures non-empty
+    std::optional<double> mean_gpu_util;
+};
+
+class VerdictAccumulator {
+  public:
+    // When (code, subject) first fired in this run, or `fallback` if it never did.
+    double first_seen(const Reason& r, double fallback) const;
+    void add(const SampleOutcome& sample);
+    StepVerdict build(const Thresholds& t) const;
+
+  private:
+    struct Entry {
+        ReasonSummary summary;
+        SubjectKind kind = SubjectKind::kOther;
+        std::string hint;
+        double first_score = 0, worst_score = 0;
+    };
+    std::map<std::string, Entry> entries_;  // key: code + '\x1f' + subject
+    int samples_ = 0, failed_samples_ = 0, fast_samples_ = 0;
+    double fast_confidence_sum_ = 0;
+    bool counters_seen_ = false;
+    double start_ = 0, end_ = 0;
+    double util_sum_ = 0;
+    int util_samples_ = 0;
+};
+
+// Confidence of one reason from its severity and how far past its threshold it was (score).
+double reason_confidence(const std::string& severity, double score);
+
+}  // namespace stallscope
