@@ -1,0 +1,109 @@
+// Small builders for in-memory snapshots, so each rule test reads like its scenario.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "libstallscope/model/rates.h"
+#include "libstallscope/model/snapshot.h"
+#include "libstallscope/rules/finding.h"
+
+namespace stallscope::test {
+
+inline Snapshot at(double time) {
+    Snapshot s;
+    s.time = time;
+    s.host = "node1";
+    return s;
+}
+
+inline CounterMap counters(std::initializer_list<std::pair<const std::string, std::uint64_t>> values) {
+    CounterMap m;
+    for (const auto& [k, v] : values) m[k] = v;
+    return m;
+}
+
+inline RdmaPort port(const std::string& device, CounterMap hw, CounterMap pma = {},
+                     const std::string& state = "ACTIVE", const std::string& netdev = "") {
+    RdmaPort p;
+    p.device = device;
+    p.port = 1;
+    p.state = state;
+    p.phys_state = state == "ACTIVE" ? "LinkUp" : "Disabled";
+    p.rate_gbps = 400;
+    p.link_layer = "Ethernet";
+    p.netdev = netdev;
+    p.hw_counters = std::move(hw);
+    p.counters = std::move(pma);
+    return p;
+}
+
+inline NetInterface iface(const std::string& name, std::uint64_t packets, std::uint64_t errors = 0,
+                          std::uint64_t drops = 0, CounterMap pause = {}) {
+    NetInterface i;
+    i.name = name;
+    i.rx_packets = packets;
+    i.tx_packets = packets;
+    i.rx_errors = errors;
+    i.tx_errors = 0;
+    i.rx_dropped = drops;
+    i.tx_dropped = 0;
+    i.pause = std::move(pause);
+    return i;
+}
+
+inline Gpu gpu(int index, double util, double power = 500, double temp = 60, std::uint64_t clock = 1980) {
+    Gpu g;
+    g.index = index;
+    g.uuid = "GPU-" + std::to_string(index);
+    g.pci_bus_id = "00000000:" + std::to_string(10 + index) + ":00.0";
+    g.utilization_pct = util;
+    g.power_w = power;
+    g.power_limit_w = 700;
+    g.temperature_c = temp;
+    g.sm_clock_mhz = clock;
+    g.max_sm_clock_mhz = 1980;
+    g.memory_used_bytes = 40ull << 30;
+    g.memory_total_bytes = 80ull << 30;
+    return g;
+}
+
+// Runs a stateless rule over (prev, cur) with rates computed between them.
+template <typename Rule>
+std::vector<Finding> run_pair(Rule rule, const Snapshot& prev, const Snapshot& cur,
+                              const Thresholds& t = {}) {
+    const Rates rates = compute_rates(prev, cur);
+    std::vector<Finding> out;
+    rule(RuleInput{cur, &prev, &rates, t}, out);
+    return out;
+}
+
+// Runs a stateless rule on one snapshot (first sample: no rates).
+template <typename Rule>
+std::vector<Finding> run_one(Rule rule, const Snapshot& cur, const Thresholds& t = {}) {
+    std::vector<Finding> out;
+    rule(RuleInput{cur, nullptr, nullptr, t}, out);
+    return out;
+}
+
+// Feeds a stateful rule a series of snapshots; returns the findings of the last one.
+template <typename Rule>
+std::vector<Finding> run_series(Rule& rule, const std::vector<Snapshot>& series, const Thresholds& t = {}) {
+    std::vector<Finding> out;
+    for (size_t i = 0; i < series.size(); ++i) {
+        out.clear();
+        std::optional<Rates> rates;
+        if (i > 0) rates = compute_rates(series[i - 1], series[i]);
+        rule.evaluate(RuleInput{series[i], i ? &series[i - 1] : nullptr, rates ? &*rates : nullptr, t}, out);
+    }
+    return out;
+}
+
+inline double num(const Finding& f, const std::string& key) {
+    auto it = f.reason.evidence.find(key);
+    return it == f.reason.evidence.end() ? -1 : std::get<double>(it->second);
+}
+
+}  // namespace stallscope::test
