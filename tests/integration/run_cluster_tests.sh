@@ -1,0 +1,221 @@
+#!/bin/bash
+# Real-Slurm integration tests for the stallscope SPANK plugin and helper, on the private dev cluster
+# (contrib/dev-cluster). Needs root (boots daemons, switches uids); jobs run as an unprivileged user.
+#
+#   tests/integration/run_cluster_tests.sh PLUGIN.so HELPER [FAKE_NVML_LIB]
+#   (meson: meson test -C build --suite cluster)
+#
+# Exit 0 all passed, 1 a check failed, 77 skipped (not root / Slurm packages missing).
+# STALLSCOPE_KEEP_CLUSTER=1 leaves the cluster running afterwards.
+set -u
+if [ "$(id -u)" -ne 0 ]; then
+    echo "skipped: the cluster tests need root (they boot slurmctld/slurmd and run jobs as another user)"
+    exit 77
+fi
+for b in slurmctld slurmd slurmdbd mariadbd munged sacct sbatch srun python3; do
+    if ! PATH=$PATH:/usr/sbin:/sbin command -v "$b" >/dev/null 2>&1; then
+        echo "skipped: '$b' not installed; run contrib/dev-cluster/install-deps.sh as root"
+        exit 77
+    fi
+done
+[ $# -ge 2 ] || { echo "usage: $0 PLUGIN.so HELPER [FAKE_NVML_LIB]" >&2; exit 2; }
+PLUGIN=$(readlink -f "$1")
+HELPER=$(readlink -f "$2")
+FAKE_NVML=${3:+$(readlink -f "$3")}
+HERE=$(cd "$(dirname "$0")" && pwd)
+REPO=$(cd "$HERE/../.." && pwd)
+export PATH=$PATH:/usr/sbin:/sbin
+T0=$(date +%s)
+
+STALLSCOPE_PLUGIN=$PLUGIN STALLSCOPE_HELPER=$HELPER "$REPO/contrib/dev-cluster/up.sh" ||
+    { echo "FAIL: the dev cluster did not boot"; exit 1; }
+BOOT_S=$(($(date +%s) - T0))
+. "$REPO/contrib/dev-cluster/common.sh"
+U=$CLUSTER_USER
+UID_U=$(id -u "$U")
+LOG=$D/log/slurmd.log
+RUNDIR=$D/stallscope-run
+cleanup() {
+    cp "$D/etc/plugstack.conf.default" "$D/etc/plugstack.conf" 2>/dev/null
+    [ "${STALLSCOPE_KEEP_CLUSTER:-0}" = 1 ] || "$REPO/contrib/dev-cluster/down.sh" >/dev/null
+}
+trap cleanup EXIT
+
+PASS=0
+FAIL=0
+ok() { PASS=$((PASS + 1)); echo "  ok   $*"; }
+bad() { FAIL=$((FAIL + 1)); echo "  FAIL $*"; }
+check() { local what=$1; shift; if "$@"; then ok "$what"; else bad "$what"; fi; }
+
+W=$D/work/run-$$
+mkdir -p "$W" && chmod 1777 "$W"
+# Job environment: never inherit a STALLSCOPE from whoever runs the tests; fake NVML if built.
+JOBENV=(env -u STALLSCOPE -u SLURM_SPANK__SLURM_SPANK_OPTION_stallscope_stallscope)
+if [ -n "$FAKE_NVML" ] && [ -f "$FAKE_NVML" ] && [ -f "$REPO/fixtures/nvml/dgx-h100.json" ]; then
+    JOBENV+=(STALLSCOPE_NVML_LIBRARY="$FAKE_NVML" STALLSCOPE_FAKE_NVML_FIXTURE="$REPO/fixtures/nvml/dgx-h100.json")
+fi
+# as_user DIR CMD...: run as the job user from DIR (created, owned by the user unless it exists).
+as_user() {
+    local dir=$1
+    shift
+    [ -d "$dir" ] || { mkdir -p "$dir" && chown "$U" "$dir"; }
+    runuser -u "$U" -- "${JOBENV[@]}" -C "$dir" "$@"
+}
+# A job's helper, recognised by its output dir (other tests' jobs, e.g. the time-limit one, run
+# concurrently); without an argument any helper of the user.
+helpers_running() { pgrep -u "$U" -f "$HELPER record --out-dir [^ ]*${1:+stallscope-$1}" >/dev/null; }
+JOB_HELPER='pgrep -u $(id -u) -f "record --out-dir [^ ]*stallscope-$SLURM_JOB_ID" >/dev/null && echo HELPER_RUNNING'
+sacct_field() { sacct -n -X -P -j "$1" -o "$2" 2>/dev/null | head -n 1; }
+# wait_for SECONDS CMD...
+wait_until() {
+    local end=$(($(date +%s) + $1))
+    shift
+    until "$@"; do
+        [ "$(date +%s)" -ge "$end" ] && return 1
+        sleep 0.5
+    done
+}
+state_is() { [[ "$(sacct_field "$1" State)" =~ ^$2 ]]; }
+comment_matches() { [[ "$(sacct_field "$1" AdminComment)" =~ $2 ]]; }
+jobid_of() { sed -n 's/^JOBID=\([0-9]*\).*/\1/p' <<<"$1" | head -n 1; }
+owned_by_user() { [ "$(stat -c %U "$1")" = "$U" ]; }
+one_file() { compgen -G "$1" | head -n 1; }
+log_has() { grep -qF -- "$1" "$LOG"; }
+no_run_state() { ! compgen -G "$RUNDIR/$1*" >/dev/null; }
+SUCCEEDED_JOBS=()
+
+runuser -u "$U" -- test -x "$HELPER" || { echo "FAIL: $U cannot execute $HELPER (directory permissions?)"; exit 1; }
+
+echo "== time limit job submitted first (Slurm enforces 1 minute at the earliest; checked at the end)"
+TL_ID=$(as_user "$W/timelimit" sbatch --parsable --stallscope=1 -t 1 --wrap 'sleep 600')
+
+echo "== srun --stallscope=1 --gres=gpu:1: files, ownership, JSON, job context, helper lifetime"
+out=$(as_user "$W/srun" srun --stallscope=1 --gres=gpu:1 sh -c "echo JOBID=\$SLURM_JOB_ID; sleep 1; $JOB_HELPER; sleep 2")
+rc=$?
+id=$(jobid_of "$out")
+SUCCEEDED_JOBS+=("$id")
+dir=$W/srun/stallscope-$id
+check "srun exit code 0 (job $id)" test "$rc" = 0
+check "helper runs during the step" grep -q HELPER_RUNNING <<<"$out"
+tl=$(one_file "$dir/timeline.*.jsonl")
+vd=$(one_file "$dir/verdict.*.json")
+check "timeline and verdict exist in $dir" test -n "$tl" -a -n "$vd"
+check "files owned by $U" owned_by_user "${tl:-/}"
+check "verdict owned by $U" owned_by_user "${vd:-/}"
+check "timeline+verdict parse as JSON with job $id, step 0, 1 GPU" python3 "$HERE/check_json.py" ${tl:-/nonexistent} ${vd:-/nonexistent} --job "$id" --step 0 --gpus 1
+check "no helper left after the step" wait_until 5 eval '! helpers_running "$id"'
+check "epilog wrote summary.json as the user" wait_until 20 test -f "$dir/summary.json"
+[ -f "$dir/summary.json" ] && check "summary.json owned by $U" owned_by_user "$dir/summary.json"
+check "sacct AdminComment carries the stallscope/1 segment" wait_until 20 comment_matches "$id" '^stallscope/1 '
+check "epilog removed the run-dir state" wait_until 10 no_run_state "$id"
+
+echo "== sbatch --stallscope=1 with two srun steps: option reaches every step, one sampler per node"
+printf '#!/bin/sh\nsrun sleep 2\nsrun sleep 2\n' >"$W/sb.sh"
+chmod 755 "$W/sb.sh"
+out=$(as_user "$W/sbatch" sbatch --parsable --wait --stallscope=1 "$W/sb.sh")
+rc=$?
+id=${out%%;*}
+SUCCEEDED_JOBS+=("$id")
+check "sbatch --wait exit code 0 (job $id)" test "$rc" = 0
+check "batch-step verdict parses, job context" python3 "$HERE/check_json.py" $(compgen -G "$W/sbatch/stallscope-$id/verdict.*.json" || echo /nonexistent) --job "$id"
+check "step 0 got the option from sbatch" log_has "job $id step 0: helper pid"
+check "step 1 got the option from sbatch" log_has "job $id step 1: helper pid"
+check "steps 0/1 did not sample twice (lost the node lock)" test "$(grep -c "job $id step [01]: helper .* without a verdict" "$LOG")" = 2
+check "all three records exit 0:0" test "$(sacct -n -P -j "$id" -o ExitCode | sort -u | tr -d '\n')" = "0:0"
+check "AdminComment has the batch step's segment" wait_until 20 comment_matches "$id" "^stallscope/1 .*verdict\\.batch\\."
+
+echo "== no option: no helper, no files"
+out=$(as_user "$W/plain" srun sh -c "echo JOBID=\$SLURM_JOB_ID; sleep 1; $JOB_HELPER; true")
+rc=$?
+id=$(jobid_of "$out")
+SUCCEEDED_JOBS+=("$id")
+check "exit code 0 (job $id)" test "$rc" = 0
+check "no helper process during the step" eval '! grep -q HELPER_RUNNING <<<"$out"'
+check "no stallscope-$id directory" test ! -e "$W/plain/stallscope-$id"
+check "no run-dir state" no_run_state "$id"
+check "no plugin activity logged" eval '! grep -q "stallscope: job $id " "$LOG"'
+
+echo "== STALLSCOPE=1 in the environment enables it too"
+out=$(as_user "$W/envvar" env STALLSCOPE=1 srun sh -c 'echo JOBID=$SLURM_JOB_ID; sleep 2')
+id=$(jobid_of "$out")
+SUCCEEDED_JOBS+=("$id")
+check "verdict written for job $id" wait_until 5 eval 'compgen -G "$W/envvar/stallscope-$id/verdict.*.json" >/dev/null'
+
+echo "== --gres=gpu:2: the helper records the step's 2 GPUs"
+out=$(as_user "$W/gpu2" srun --stallscope=1 --gres=gpu:2 sh -c 'echo JOBID=$SLURM_JOB_ID; sleep 2')
+id=$(jobid_of "$out")
+SUCCEEDED_JOBS+=("$id")
+check "GPU context = 2 GPUs (job $id)" python3 "$HERE/check_json.py" $(compgen -G "$W/gpu2/stallscope-$id/*.json*" | grep -v summary || echo /nonexistent) --gpus 2
+
+echo "== bad values: one stallscope line, non-zero exit, nothing submitted"
+before=$(sacct -n -X -a -o JobID -S now-1hours 2>/dev/null | wc -l)
+err=$(as_user "$W/bad" srun --stallscope=abc true 2>&1)
+rc=$?
+check "srun --stallscope=abc fails" test "$rc" != 0
+check "srun prints our reason first" test "$(head -n 1 <<<"$err")" = "srun: error: stallscope: --stallscope=abc: not a whole number of seconds (sampling interval between 1 and 3600 s)"
+check "exactly one stallscope line" test "$(grep -c stallscope: <<<"$err")" = 1
+err=$(as_user "$W/bad" sbatch --stallscope=0 --wrap true 2>&1)
+rc=$?
+check "sbatch --stallscope=0 fails" test "$rc" != 0
+check "sbatch names the range" grep -q "stallscope: --stallscope=0: sampling interval must be between 1 and 3600 seconds" <<<"$err"
+err=$(as_user "$W/bad" env STALLSCOPE=-3 srun true 2>&1)
+check "STALLSCOPE=-3 srun fails naming STALLSCOPE" grep -q "stallscope: STALLSCOPE=-3: must be positive" <<<"$err"
+check "no job was submitted by the bad commands" test "$(sacct -n -X -a -o JobID -S now-1hours 2>/dev/null | wc -l)" = "$before"
+
+echo "== read-only output dir: job succeeds, verdict in the fallback dir, warning recorded"
+mkdir -p "$W/ro" && chown root "$W/ro" && chmod 755 "$W/ro"
+out=$(as_user "$W/ro" srun --stallscope=1 sh -c 'echo JOBID=$SLURM_JOB_ID; sleep 2')
+rc=$?
+id=$(jobid_of "$out")
+SUCCEEDED_JOBS+=("$id")
+check "exit code 0 (job $id)" test "$rc" = 0
+check "nothing created in the read-only dir" test ! -e "$W/ro/stallscope-$id"
+wait_until 20 comment_matches "$id" 'file=/'
+vfile=$(sed -n 's/.* file=\([^ ]*\).*/\1/p' <<<"$(sacct_field "$id" AdminComment)")
+check "verdict in a fallback dir ($vfile)" test -n "$vfile" -a -f "${vfile:-/nonexistent}"
+check "fallback dir is not the read-only one" test "${vfile#$W/ro}" = "$vfile"
+check "the fallback is recorded as a warning" grep -rqi "not writable" "$(dirname "${vfile:-/nonexistent/x}")"
+
+echo "== missing helper binary: job succeeds, clear slurmd log line"
+sed "s#helper=[^ ]*#helper=/nonexistent/stallscope#" "$D/etc/plugstack.conf.default" >"$D/etc/plugstack.conf"
+out=$(as_user "$W/nohelper" srun --stallscope=1 sh -c 'echo JOBID=$SLURM_JOB_ID')
+rc=$?
+id=$(jobid_of "$out")
+SUCCEEDED_JOBS+=("$id")
+cp "$D/etc/plugstack.conf.default" "$D/etc/plugstack.conf"
+check "exit code 0 (job $id)" test "$rc" = 0
+check "slurmd log says why" log_has "stallscope: job $id step 0: cannot start helper /nonexistent/stallscope: exec failed: No such file or directory"
+
+echo "== AdminComment: a pre-existing JS1: value set by root survives"
+id=$(as_user "$W/js1" sbatch --parsable --stallscope=1 --wrap 'sleep 6')
+SUCCEEDED_JOBS+=("$id")
+wait_until 20 state_is "$id" RUNNING
+scontrol update JobId="$id" AdminComment="JS1:preexisting=1"
+check "job $id completes" wait_until 30 state_is "$id" COMPLETED
+check "AdminComment = JS1 value + our segment" wait_until 20 comment_matches "$id" '^JS1:preexisting=1; stallscope/1 '
+
+echo "== scancel mid-run: verdict still written, no helper left"
+id=$(as_user "$W/cancel" sbatch --parsable --stallscope=1 --wrap 'sleep 300')
+CANCEL_ID=$id
+wait_until 20 state_is "$id" RUNNING
+sleep 3
+scancel "$id"
+check "job $id CANCELLED" wait_until 30 state_is "$id" CANCELLED
+check "verdict written after scancel" wait_until 20 eval 'compgen -G "$W/cancel/stallscope-$id/verdict.*.json" >/dev/null'
+check "helper stopped gracefully (no SIGKILL)" eval '! grep -q "job $id step batch: helper .* killed it" "$LOG"'
+
+echo "== time limit: verdict still written"
+check "job $TL_ID reached TIMEOUT" wait_until 150 state_is "$TL_ID" TIMEOUT
+check "verdict written after the time limit" wait_until 20 eval 'compgen -G "$W/timelimit/stallscope-$TL_ID/verdict.*.json" >/dev/null'
+
+echo "== global: no job failed because of stallscope, nothing left behind"
+for j in "${SUCCEEDED_JOBS[@]}"; do
+    check "job $j COMPLETED 0:0" test "$(sacct_field "$j" State)|$(sacct_field "$j" ExitCode)" = "COMPLETED|0:0"
+done
+check "no helper process left" wait_until 10 eval '! helpers_running'
+for j in "${SUCCEEDED_JOBS[@]}" "$TL_ID" "$CANCEL_ID"; do
+    check "run-dir state of job $j removed by the epilog" wait_until 20 no_run_state "$j"
+done
+
+echo "== $PASS passed, $FAIL failed; boot ${BOOT_S} s, total $(($(date +%s) - T0)) s; logs: $D/log"
+[ "$FAIL" = 0 ]
