@@ -1,0 +1,89 @@
+#include "libstallscope/sources/nvml/nvml_library.h"
+
+#include <dlfcn.h>
+
+namespace stallscope {
+
+namespace {
+
+template <class Fn>
+void resolve(void* handle, const char* symbol, Fn& out) {
+    out = reinterpret_cast<Fn>(::dlsym(handle, symbol));
+}
+
+}  // namespace
+
+std::unique_ptr<NvmlLibrary> NvmlLibrary::open(const std::string& path, std::string& error) {
+    std::unique_ptr<NvmlLibrary> lib(new NvmlLibrary());
+    lib->path_ = path;
+    // RTLD_LOCAL: NVML's symbols must not satisfy anyone else's lookups; RTLD_NOW: fail here, not
+    // mid-sample, when the library is broken.
+    lib->handle_ = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!lib->handle_) {
+        const char* why = ::dlerror();
+        error = why ? why : (path + ": dlopen failed");
+        return nullptr;
+    }
+    void* h = lib->handle_;
+    NvmlFunctions& f = lib->fn_;
+    resolve(h, "nvmlInit_v2", f.init);
+    resolve(h, "nvmlShutdown", f.shutdown);
+    resolve(h, "nvmlDeviceGetCount_v2", f.get_count);
+    resolve(h, "nvmlDeviceGetHandleByIndex_v2", f.get_handle_by_index);
+    for (auto [name, ptr] : {std::pair{"nvmlInit_v2", f.init != nullptr},
+                             {"nvmlShutdown", f.shutdown != nullptr},
+                             {"nvmlDeviceGetCount_v2", f.get_count != nullptr},
+                             {"nvmlDeviceGetHandleByIndex_v2", f.get_handle_by_index != nullptr}}) {
+        if (!ptr) {
+            error = path + ": not a usable NVML library (no " + name + ")";
+            return nullptr;  // destructor dlcloses; nothing initialised yet
+        }
+    }
+
+    auto optional = [&](const char* symbol, auto& out) {
+        resolve(h, symbol, out);
+        if (!out) lib->missing_.emplace_back(symbol);
+    };
+    optional("nvmlErrorString", f.error_string);
+    optional("nvmlDeviceGetName", f.get_name);
+    optional("nvmlDeviceGetUUID", f.get_uuid);
+    resolve(h, "nvmlDeviceGetPciInfo_v3", f.get_pci_info);
+    if (!f.get_pci_info) optional("nvmlDeviceGetPciInfo_v2", f.get_pci_info);
+    optional("nvmlDeviceGetMinorNumber", f.get_minor_number);
+    optional("nvmlDeviceGetUtilizationRates", f.get_utilization);
+    optional("nvmlDeviceGetMemoryInfo", f.get_memory);
+    optional("nvmlDeviceGetTemperature", f.get_temperature);
+    optional("nvmlDeviceGetPowerUsage", f.get_power_usage);
+    optional("nvmlDeviceGetEnforcedPowerLimit", f.get_enforced_power_limit);
+    optional("nvmlDeviceGetClockInfo", f.get_clock);
+    optional("nvmlDeviceGetMaxClockInfo", f.get_max_clock);
+    resolve(h, "nvmlDeviceGetCurrentClocksEventReasons", f.get_clocks_event_reasons);
+    if (!f.get_clocks_event_reasons)
+        optional("nvmlDeviceGetCurrentClocksThrottleReasons", f.get_clocks_event_reasons);
+    optional("nvmlDeviceGetViolationStatus", f.get_violation_status);
+    optional("nvmlDeviceGetTotalEccErrors", f.get_total_ecc_errors);
+    optional("nvmlDeviceGetRemappedRows", f.get_remapped_rows);
+    optional("nvmlDeviceGetTotalEnergyConsumption", f.get_total_energy);
+
+    const nvmlReturn_t rc = f.init();
+    if (rc != NVML_SUCCESS) {
+        error = "nvmlInit_v2 failed: " + lib->error_string(rc);
+        return nullptr;
+    }
+    lib->initialised_ = true;
+    return lib;
+}
+
+NvmlLibrary::~NvmlLibrary() {
+    if (initialised_ && fn_.shutdown) fn_.shutdown();
+    if (handle_) ::dlclose(handle_);
+}
+
+std::string NvmlLibrary::error_string(nvmlReturn_t rc) const {
+    if (fn_.error_string) {
+        if (const char* text = fn_.error_string(rc)) return text;
+    }
+    return "NVML error " + std::to_string(static_cast<int>(rc));
+}
+
+}  // namespace stallscope
