@@ -1,0 +1,78 @@
+#!/bin/bash
+# stallscope EpilogSlurmctld: put the stallscope/1 segment into AdminComment after the job ended, for
+# jobs whose comment the plugin could not write while they ran (scancel, time limit, node failure:
+# `scontrol update` refuses finished jobs, research/spank-design.md §0.5), or for sites that run the
+# plugin with comment=none and prefer one controller-side writer.
+#
+#   slurm.conf:  EpilogSlurmctld=/usr/lib/stallscope/slurmctld-epilog.sh
+#
+# Runs as SlurmUser on the controller; needs SlurmUser=root (or sudo rights for runuser) because the
+# verdict files are read *as the job user* (never as a privileged user: the directory is the user's).
+# It needs the job's output directory on a filesystem the controller sees (shared /home or /scratch);
+# otherwise it does nothing. Like Princeton's jobstats epilog it uses
+# `sacctmgr -i modify job where jobid=N set AdminComment=...` (works after the job ended, for root,
+# SlurmUser and Operators) and keeps every foreign segment (e.g. jobstats `JS1:...`) byte for byte,
+# replacing only a previous `stallscope/...` segment ("; " separates segments, 1024 characters max).
+# Slurm 22.05.8 caveat (verified on the dev cluster): sacctmgr lowercases the whole value it sets
+# (`set AdminComment=JS1:AbC` stores `js1:abc`, quoted or not; Comment too). So this script never
+# rewrites foreign content that contains upper-case letters (it would corrupt e.g. jobstats' base64),
+# and the segment it writes reads `stallscope/1 slow conf=...`: compare labels case-insensitively.
+# Never fails the job: every problem is logged to stderr (slurmctld's log) and the script exits 0.
+#
+# Environment (from slurmctld): SLURM_JOB_ID, SLURM_JOB_USER, SLURM_JOB_WORK_DIR (22.05+), and
+# optionally STALLSCOPE_EPILOG_DELAY (seconds to wait so the job-complete record reaches slurmdbd
+# first; default 5, as jobstats does) and STALLSCOPE_OUTPUT_BASE (the plugin's output base when it is
+# not the work dir).
+set -u
+PATH=/usr/bin:/bin:/usr/sbin:/sbin
+say() { echo "stallscope-epilog: job ${SLURM_JOB_ID:-?}: $*" >&2; }
+job=${SLURM_JOB_ID:-}
+user=${SLURM_JOB_USER:-}
+[[ "$job" =~ ^[0-9]+(_[0-9]+)?$ ]] || { say "no valid SLURM_JOB_ID"; exit 0; }
+[ -n "$user" ] && id "$user" >/dev/null 2>&1 || { say "unknown job user '$user'"; exit 0; }
+base=${STALLSCOPE_OUTPUT_BASE:-${SLURM_JOB_WORK_DIR:-}}
+[ -n "$base" ] || { say "no work dir known; nothing to do"; exit 0; }
+dir="$base/stallscope-$job"
+sleep "${STALLSCOPE_EPILOG_DELAY:-5}"
+
+# Current AdminComment from the accounting DB. -P prints the field verbatim; more than one line means
+# the value contains a newline we cannot round-trip safely.
+current=$(timeout 10 sacct -n -X -P -j "$job" -o AdminComment 2>/dev/null) || { say "sacct failed"; exit 0; }
+[ "$(printf '%s' "$current" | wc -l)" -le 0 ] || { say "AdminComment spans lines; leaving it"; exit 0; }
+case "; $current" in *"; stallscope/"*) exit 0 ;; esac  # the plugin already wrote it
+
+# Compose a segment from the first verdict, read as the job user, size-capped, then sanitized.
+segment=$(timeout 10 runuser -u "$user" -- python3 -I - "$dir" <<'PY' 2>/dev/null
+import glob, json, os, sys
+d = sys.argv[1]
+for path in sorted(glob.glob(os.path.join(glob.escape(d), "verdict.*.json"))):
+    try:
+        with open(path, "rb") as f:
+            doc = json.loads(f.read(1 << 20))
+        v = doc.get("verdict", {})
+        seg = "stallscope/1 %s conf=%.2f" % (v.get("label", "UNKNOWN"), float(v.get("confidence", 0)))
+        reasons = v.get("reasons") or []
+        if reasons and isinstance(reasons[0], dict) and reasons[0].get("code"):
+            seg += " top=" + str(reasons[0]["code"])
+        print(seg + " file=" + path)
+        break
+    except Exception:
+        continue
+PY
+)
+segment=$(printf '%s' "$segment" | head -n 1 | tr -c '[:print:]' '?' | tr ';' ',' | cut -c1-512)
+case "$segment" in "stallscope/1 "?*) ;; *) say "no verdict in $dir"; exit 0 ;; esac
+
+if [[ "$current" =~ [A-Z] ]]; then
+    say "AdminComment has mixed-case foreign content that sacctmgr would lowercase; leaving it"
+    exit 0
+fi
+if [ -n "$current" ]; then merged="$current; $segment"; else merged="$segment"; fi
+if [ "${#merged}" -gt 1024 ]; then
+    room=$((1024 - ${#current} - 2))
+    [ "$room" -ge 24 ] || { say "AdminComment full; leaving it"; exit 0; }
+    merged="$current; ${segment:0:$room}"
+fi
+timeout 10 sacctmgr -i modify job where jobid="$job" set AdminComment="$merged" >/dev/null 2>&1 ||
+    say "sacctmgr modify job failed"
+exit 0
