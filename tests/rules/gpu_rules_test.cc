@@ -1,0 +1,181 @@
+#include "libstallscope/rules/gpu_rules.h"
+
+#include <doctest/doctest.h>
+
+#include "libstallscope/rules/gpu_window_rules.h"
+#include "tests/rules/builders.h"
+
+using namespace stallscope;
+using namespace stallscope::test;
+
+namespace {
+
+Snapshot gpus_at(double t, std::vector<Gpu> gpus) {
+    Snapshot s = at(t);
+    s.gpus = std::move(gpus);
+    return s;
+}
+
+std::vector<Gpu> eight(double util, double power = 550) {
+    std::vector<Gpu> g;
+    for (int i = 0; i < 8; ++i) g.push_back(gpu(i, util, power));
+    return g;
+}
+
+}  // namespace
+
+TEST_CASE("low mean GPU utilization is SLOW; busy GPUs are not") {
+    auto out = run_one(gpu_low_utilization_rule, gpus_at(0, eight(10)));
+    REQUIRE(out.size() == 1);
+    CHECK(out[0].reason.code == "gpu_low_utilization");
+    CHECK(num(out[0], "mean_utilization_pct") == 10);
+    CHECK(run_one(gpu_low_utilization_rule, gpus_at(0, eight(95))).empty());
+}
+
+TEST_CASE("GPU memory near full and high temperature are warnings that do not change the label") {
+    auto s = gpus_at(0, eight(95));
+    s.gpus[2].memory_used_bytes = 79ull << 30;
+    s.gpus[5].temperature_c = 88;
+    auto mem = run_one(gpu_memory_high_rule, s);
+    REQUIRE(mem.size() == 1);
+    CHECK(mem[0].reason.subject == "GPU-2");
+    CHECK(mem[0].reason.label == kLabelFast);
+    auto hot = run_one(gpu_temperature_rule, s);
+    REQUIRE(hot.size() == 1);
+    CHECK(hot[0].reason.subject == "GPU-5");
+}
+
+TEST_CASE("uncorrected ECC during the step and pending row remaps are FAIL_RISK; lifetime ECC is not") {
+    auto a = gpus_at(0, eight(95));
+    auto b = gpus_at(10, eight(95));
+    for (auto* s : {&a, &b})
+        for (auto& g : s->gpus) g.ecc_uncorrected = 12;  // lifetime, flat
+    CHECK(run_pair(gpu_ecc_rule, a, b).empty());
+    b.gpus[3].ecc_uncorrected = 13;
+    b.gpus[6].remapped_rows_pending = 1;
+    auto out = run_pair(gpu_ecc_rule, a, b);
+    REQUIRE(out.size() == 2);
+    CHECK(out[0].reason.code == "gpu_ecc_uncorrected");
+    CHECK(out[0].reason.subject == "GPU-3");
+    CHECK(out[1].reason.code == "gpu_row_remap_pending");
+    CHECK(out[1].reason.label == kLabelFailRisk);
+}
+
+TEST_CASE("Xid classes: 79 critical, 13 application, 92 warning, 63 info; kmsg severity can raise") {
+    CHECK(classify_xid(79, "") == XidClass::kCritical);
+    CHECK(classify_xid(48, "") == XidClass::kCritical);
+    CHECK(classify_xid(13, "") == XidClass::kApp);
+    CHECK(classify_xid(31, "warning") == XidClass::kApp);
+    CHECK(classify_xid(92, "") == XidClass::kWarning);
+    CHECK(classify_xid(63, "") == XidClass::kInfo);
+    CHECK(classify_xid(149, "critical") == XidClass::kCritical);
+    CHECK(classify_xid(79, "info") == XidClass::kCritical);  // never lowered
+}
+
+TEST_CASE("an Xid event is matched to the step's GPU by PCI bus id, deduplicated against Gpu::xid") {
+    CHECK(normalize_bus_id("PCI:0000:13:00") == "13:00");
+    CHECK(normalize_bus_id("00000000:13:00.0") == "13:00");
+    auto s = gpus_at(0, eight(95));
+    s.xid_events.push_back(XidEvent{79, "PCI:0000:13:00", -1, "critical", "GPU has fallen off the bus."});
+    s.gpus[3].xid = {79};
+    auto out = run_one(xid_rule, s);
+    REQUIRE(out.size() == 1);
+    CHECK(out[0].reason.code == "gpu_xid_critical");
+    CHECK(out[0].reason.subject == "GPU-3");
+    CHECK(out[0].reason.label == kLabelFailRisk);
+
+    auto other = gpus_at(0, eight(95));
+    other.xid_events.push_back(XidEvent{79, "PCI:0000:c1:00", -1, "critical", ""});
+    CHECK(run_one(xid_rule, other)[0].reason.code == "gpu_xid_other_gpu");
+}
+
+TEST_CASE("HW power brake in most of the window is SLOW; occasional bits are not") {
+    HwSlowdownRule rule;
+    std::vector<Snapshot> series;
+    for (int i = 0; i < 10; ++i) {
+        auto s = gpus_at(i * 10, eight(95));
+        if (i >= 3) s.gpus[1].throttle_reasons = {"HW Power Brake Slowdown"};
+        series.push_back(s);
+    }
+    auto out = run_series(rule, series);
+    REQUIRE(out.size() == 1);
+    CHECK(out[0].reason.code == "gpu_power_brake");
+    CHECK(out[0].reason.subject == "GPU-1");
+    CHECK(out[0].since == 30);
+    HwSlowdownRule rare;
+    series[5].gpus[1].throttle_reasons.clear();
+    for (int i = 6; i < 10; ++i) series[i].gpus[1].throttle_reasons.clear();
+    CHECK(run_series(rare, series).empty());
+}
+
+TEST_CASE("the clocks-event mask decodes the three hardware slowdown bits only") {
+    Gpu g = gpu(0, 90);
+    g.throttle_reasons_mask = 0x4 | 0x20 | 0x40;  // SW power cap, SW thermal, HW thermal
+    CHECK(hw_slowdown_bits(g) == kHwThermal);
+    Gpu n = gpu(0, 90);
+    n.throttle_reasons = {"SW Power Cap", "HW Slowdown"};
+    CHECK(hw_slowdown_bits(n) == kHwSlowdown);
+}
+
+TEST_CASE("thermal throttle: clock drop with rising temperature; a power-capped clock drop is not") {
+    ThermalThrottleRule rule;
+    auto hot =
+        run_series(rule, {gpus_at(0, {gpu(0, 99, 650, 70, 1980)}), gpus_at(10, {gpu(0, 99, 600, 80, 1900)}),
+                          gpus_at(20, {gpu(0, 99, 560, 88, 1500)})});
+    REQUIRE(hot.size() == 1);
+    CHECK(hot[0].reason.code == "gpu_thermal_throttle");
+    CHECK(num(hot[0], "peak_sm_clock_mhz") == 1980);
+    ThermalThrottleRule capped;
+    CHECK(run_series(capped,
+                     {gpus_at(0, {gpu(0, 99, 700, 70, 1980)}), gpus_at(10, {gpu(0, 99, 700, 71, 1500)})})
+              .empty());
+}
+
+TEST_CASE("busy-wait hang: high utilization at idle power for N samples is FAIL_RISK") {
+    BusyWaitHangRule rule;
+    std::vector<Snapshot> series;
+    for (int i = 0; i < 5; ++i) series.push_back(gpus_at(i * 10, eight(100, 90)));
+    auto out = run_series(rule, series);
+    REQUIRE(out.size() == 1);
+    CHECK(out[0].reason.code == "gpu_busy_wait_hang");
+    CHECK(num(out[0], "gpus_hung") == 8);
+    CHECK(out[0].since == 0);
+    BusyWaitHangRule short_run;
+    series.pop_back();
+    CHECK(run_series(short_run, series).empty());
+}
+
+TEST_CASE("idle GPUs: 2 of 8 at 0 % for the whole window") {
+    IdleGpuRule rule;
+    std::vector<Snapshot> series;
+    for (int i = 0; i <= 10; ++i) {
+        auto g = eight(95);
+        g[3].utilization_pct = 0;
+        g[6].utilization_pct = 0;
+        series.push_back(gpus_at(i * 30, g));
+    }
+    auto out = run_series(rule, series);
+    REQUIRE(out.size() == 1);
+    CHECK(out[0].reason.code == "gpu_idle");
+    CHECK(num(out[0], "gpus_idle") == 2);
+    CHECK(num(out[0], "gpus_total") == 8);
+    IdleGpuRule early;
+    CHECK(run_series(early, std::vector<Snapshot>(series.begin(), series.begin() + 5)).empty());
+}
+
+TEST_CASE("straggler: one busy GPU far below its peers for several samples") {
+    StragglerRule rule;
+    std::vector<Snapshot> series;
+    for (int i = 0; i < 3; ++i) {
+        auto g = eight(96);
+        g[4].utilization_pct = 45;
+        g[4].power_w = 250;
+        series.push_back(gpus_at(i * 10, g));
+    }
+    auto out = run_series(rule, series);
+    REQUIRE(out.size() == 1);
+    CHECK(out[0].reason.code == "gpu_straggler");
+    CHECK(out[0].reason.subject == "GPU-4");
+    StragglerRule even;
+    CHECK(run_series(even, {gpus_at(0, eight(96)), gpus_at(1, eight(96)), gpus_at(2, eight(96))}).empty());
+}

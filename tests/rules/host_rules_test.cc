@@ -1,0 +1,88 @@
+#include "libstallscope/rules/host_rules.h"
+
+#include <doctest/doctest.h>
+
+#include "tests/rules/builders.h"
+
+using namespace stallscope;
+using namespace stallscope::test;
+
+TEST_CASE("PSI memory full above the threshold is memory pressure; IO and CPU pressure likewise") {
+    Snapshot s = at(0);
+    s.host_stats.psi.memory_full_avg10 = 25;
+    s.host_stats.psi.io_full_avg10 = 1;
+    s.host_stats.psi.cpu_some_avg10 = 75;
+    auto out = run_one(host_pressure_rule, s);
+    REQUIRE(out.size() == 2);
+    CHECK(out[0].reason.code == "host_memory_pressure");
+    CHECK(out[0].hint == "memory");
+    CHECK(out[1].reason.code == "host_cpu_pressure");
+}
+
+TEST_CASE("available memory below 5 % of total is SLOW") {
+    Snapshot s = at(0);
+    s.host_stats.mem_total_bytes = 1000;
+    s.host_stats.mem_available_bytes = 30;
+    auto out = run_one(host_memory_low_rule, s);
+    REQUIRE(out.size() == 1);
+    CHECK(num(out[0], "mem_available_pct") == doctest::Approx(3));
+    s.host_stats.mem_available_bytes = 400;
+    CHECK(run_one(host_memory_low_rule, s).empty());
+}
+
+TEST_CASE("an OOM kill during the step is FAIL_RISK; the lifetime count alone is not") {
+    Snapshot a = at(0), b = at(10);
+    a.host_stats.oom_kills = 7;
+    b.host_stats.oom_kills = 7;
+    CHECK(run_pair(host_oom_rule, a, b).empty());
+    CHECK(run_one(host_oom_rule, b).empty());
+    b.host_stats.oom_kills = 8;
+    auto out = run_pair(host_oom_rule, a, b);
+    REQUIRE(out.size() == 1);
+    CHECK(out[0].reason.code == "host_oom_kill");
+    CHECK(out[0].reason.label == kLabelFailRisk);
+}
+
+TEST_CASE("blocked processes must persist for N samples") {
+    std::vector<Snapshot> series;
+    for (int i = 0; i < 5; ++i) {
+        series.push_back(at(i));
+        series.back().host_stats.procs_blocked = 20;
+    }
+    BlockedProcessesRule rule;
+    CHECK(run_series(rule, series).size() == 1);
+    BlockedProcessesRule brief;
+    series[2].host_stats.procs_blocked = 0;
+    CHECK(run_series(brief, series).empty());
+}
+
+TEST_CASE("a collector failure is a telemetry reason pushing UNKNOWN, naming the collector") {
+    Snapshot s = at(0);
+    s.collector_failures["nvml"] = "timeout after 2 s";
+    auto out = run_one(collector_failure_rule, s);
+    REQUIRE(out.size() == 1);
+    CHECK(out[0].reason.code == "collector_failed");
+    CHECK(out[0].reason.category == "telemetry");
+    CHECK(out[0].reason.label == kLabelUnknown);
+    CHECK(out[0].reason.subject == "nvml");
+}
+
+TEST_CASE("RDMA counters that moved and then froze while samples kept coming are stale telemetry") {
+    std::vector<Snapshot> series;
+    for (int i = 0; i < 10; ++i) {
+        Snapshot s = at(i * 30);
+        const std::uint64_t v = i < 3 ? 1000 * i : 2000;  // moves, then frozen from t=60
+        s.rdma.push_back(port("mlx5_0", counters({{"rp_cnp_handled", 0}}), counters({{"port_rcv_data", v}})));
+        series.push_back(s);
+    }
+    StaleTelemetryRule rule;
+    auto out = run_series(rule, series);
+    REQUIRE(out.size() == 1);
+    CHECK(out[0].reason.code == "telemetry_stale");
+    CHECK(out[0].reason.label == kLabelUnknown);
+    CHECK(out[0].since == 60);
+    // a port that never moved in the step (unused) is not stale
+    for (auto& s : series) s.rdma[0].counters["port_rcv_data"] = 5;
+    StaleTelemetryRule quiet;
+    CHECK(run_series(quiet, series).empty());
+}
