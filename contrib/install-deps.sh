@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package stallscope's build, tests and demo need. Idempotent and quiet: only
+# missing packages are installed, and apt-get update runs only when something is missing.
+# Daemons that packages would normally start (munge, mariadb, slurm*, prometheus*) are kept from starting
+# by a temporary policy-rc.d: the dev cluster and the tests start private instances on loopback ports.
+set -euo pipefail
+
+packages=(
+  # build
+  meson ninja-build g++ pkg-config nlohmann-json3-dev doctest-dev libcurl4-openssl-dev libslurm-dev
+  clang-format
+  # the private Slurm cluster (tests/integration, README demo)
+  slurmctld slurmd slurmdbd slurm-client munge mariadb-server slurm-wlm-mysql-plugin
+  # real Prometheus parts the sink tests talk to
+  prometheus-node-exporter prometheus-alertmanager prometheus
+)
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "install-deps: needs root (apt-get)" >&2
+  exit 1
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+policy=/usr/sbin/policy-rc.d
+created_policy=0
+if [ ! -e "$policy" ]; then
+  printf '#!/bin/sh\nexit 101\n' >"$policy"
+  chmod 755 "$policy"
+  created_policy=1
+fi
+trap '[ "$created_policy" = 1 ] && rm -f "$policy"' EXIT
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/tmp/stallscope-apt.log 2>&1 || {
+  tail -30 /tmp/stallscope-apt.log >&2
+  exit 1
+}

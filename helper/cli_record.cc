@@ -1,0 +1,170 @@
+// `stallscope record`: the per-step helper. Started by the SPANK plugin as the job user; samples until
+// SIGTERM (sent from the last slurm_spank_task_exit), then writes the verdict within ~1 s and exits.
+// Contract with the plugin (spank/): --liveness-fd is the write end of a pipe whose EOF tells slurmstepd
+// we are gone; the last line written to it is the compact job-comment segment.
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+
+#include "helper/cli_args.h"
+#include "helper/output_dir.h"
+#include "helper/output_sinks.h"
+#include "helper/stop_signal.h"
+#include "helper/subcommands.h"
+#include "helper/thresholds_option.h"
+#include "libstallscope/rules/profiler.h"
+#include "libstallscope/sources/sampler.h"
+#include "libstallscope/timeline/documents.h"
+#include "libstallscope/timeline/job_comment.h"
+#include "libstallscope/timeline/timeline.h"
+#include "libstallscope/util/atomic_file.h"
+#include "libstallscope/util/parse_number.h"
+
+namespace stallscope::cli {
+namespace {
+
+// Dense sampling at step start: short steps still get several samples, and the early minutes (where
+// data-loader stalls and NCCL init problems show) are seen at 1 s resolution.
+constexpr double kDenseStartSeconds = 10;
+constexpr double kDenseIntervalSeconds = 1;
+
+// One sampler per node per job: a second step of the same job (srun inside sbatch) finds the lock
+// taken and leaves the sampling to the first. Returns -1 when the lock is held by someone else.
+int take_node_lock(const std::string& path, std::vector<std::string>& warnings) {
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0) {
+        warnings.push_back("lock file " + path + ": " + std::strerror(errno) +
+                           " (sampling without de-duplication)");
+        return 0;
+    }
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        const int err = errno;
+        ::close(fd);
+        if (err == EWOULDBLOCK) return -1;
+        warnings.push_back("lock file " + path + ": " + std::strerror(err));
+        return 0;
+    }
+    return fd;  // held until exit
+}
+
+void write_segment(int fd, const std::string& segment) {
+    if (fd < 0) return;
+    const std::string line = segment + "\n";
+    [[maybe_unused]] ssize_t n = ::write(fd, line.data(), line.size());
+}
+
+}  // namespace
+
+int run_record(int argc, char** argv, int first) {
+    const ParsedArgs args = parse_args(argc, argv, first,
+                                       {"out-dir", "interval-seconds", "lock-file", "liveness-fd", "count",
+                                        "prometheus-textfile", "alert-webhook-url", "rules"},
+                                       {});
+    if (!args.positional.empty()) throw UsageError("unexpected argument '" + args.positional.front() + "'");
+    const auto requested_dir = args.value("out-dir");
+    if (!requested_dir) throw UsageError("record needs --out-dir DIR");
+    const double interval =
+        args.has("interval-seconds")
+            ? parse_seconds("interval-seconds", *args.value("interval-seconds"), 0.01, 86400)
+            : 30.0;
+    const long max_samples = args.has("count") ? parse_count("count", *args.value("count")) : -1;
+    int liveness_fd = -1;
+    if (auto v = args.value("liveness-fd")) {
+        auto n = parse_u64(*v);
+        if (!n || *n < 3 || *n > 1024) throw UsageError("--liveness-fd must be a descriptor number >= 3");
+        liveness_fd = static_cast<int>(*n);
+        // Children we might exec (nvidia-smi) must not keep the plugin waiting for EOF.
+        if (::fcntl(liveness_fd, F_SETFD, FD_CLOEXEC) != 0) liveness_fd = -1;
+    }
+    install_stop_handlers();
+    // If slurmstepd dies, stop too (set after the uid drop, which clears it; spank-design.md 2.4).
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+
+    std::vector<std::string> warnings;
+    if (auto lock = args.value("lock-file"); lock && take_node_lock(*lock, warnings) < 0) {
+        std::fprintf(stderr,
+                     "stallscope: another step of this job already samples this node; not sampling\n");
+        return 0;
+    }
+    const OutputDir out = choose_output_dir(*requested_dir);
+    if (!out.warning.empty()) warnings.push_back(out.warning);
+    if (out.path.empty()) {
+        std::fprintf(stderr, "stallscope: %s; not recording\n", out.warning.c_str());
+        write_segment(liveness_fd,
+                      std::string(kCommentPrefix) + "UNKNOWN conf=0.00 top=output_dir_unwritable");
+        return 0;
+    }
+
+    const Thresholds thresholds = thresholds_from_option(args.value("rules"));
+    Profiler profiler(thresholds);
+    OutputSinks sinks(args, /*remove_textfile_at_exit=*/true);
+    Sampler sampler = Sampler::for_node(roots_from_environment());
+
+    Snapshot snap = sampler.sample();
+    const std::string stem = file_name_part(snap.context.step_id.empty() ? "0" : snap.context.step_id) + "." +
+                             file_name_part(snap.host);
+    const std::string timeline_path = out.path + "/timeline." + stem + ".jsonl";
+    const std::string verdict_path = out.path + "/verdict." + stem + ".json";
+    // Our diagnostics go to a log next to the timeline (the plugin gives us /dev/null as stderr).
+    const std::string log_path = out.path + "/helper." + stem + ".log";
+    if (int log = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644);
+        log >= 0) {
+        ::dup2(log, STDERR_FILENO);
+        ::close(log);
+    }
+
+    TimelineWriter timeline;
+    std::string error;
+    if (!timeline.open(timeline_path, error)) warnings.push_back("timeline: " + error);
+    const Json header = timeline_header(snap, interval, thresholds_as_pairs(thresholds));
+    long write_failures = 0;
+    auto append = [&](const Json& line) {
+        if (timeline.is_open() && !timeline.append(line, error) && write_failures++ == 0)
+            warnings.push_back("timeline write failed (" + error + "); later lines may be missing");
+    };
+    append(header);
+
+    const double started = monotonic_now();
+    double next = started;
+    std::optional<Snapshot> previous;
+    int gpu_count = 0;
+    for (long n = 0;; ++n) {
+        const Profile profile = profiler.observe(snap);
+        for (const auto& e : events_between(previous ? &*previous : nullptr, snap)) append(e);
+        append(timeline_sample_line(snap, profile));
+        sinks.publish(snap, profile, profiler.last_rates());
+        gpu_count = std::max<int>(gpu_count, static_cast<int>(snap.gpus.size()));
+        if (max_samples > 0 && n + 1 >= max_samples) break;
+        next += (monotonic_now() - started < kDenseStartSeconds) ? std::min(interval, kDenseIntervalSeconds)
+                                                                 : interval;
+        if (next < monotonic_now()) next = monotonic_now();
+        sleep_until(next);
+        if (stop_requested()) break;
+        previous = std::move(snap);
+        snap = sampler.sample();
+    }
+
+    // Stop path: bounded work only (the plugin waits at most stop_timeout, then SIGKILLs).
+    const StepVerdict verdict = profiler.verdict();
+    sinks.close();
+    for (const auto& w : sinks.warnings()) warnings.push_back(w);
+    Json verdict_line{{"type", "verdict"}};
+    const Json verdict_fields = to_json(verdict);
+    for (const auto& [k, v] : verdict_fields.items()) verdict_line[k] = v;
+    append(verdict_line);
+    timeline.close();
+    if (!write_file_atomically(
+            verdict_path, verdict_document(header, verdict, timeline_path, warnings).dump(2) + "\n", error))
+        std::fprintf(stderr, "stallscope: verdict: %s\n", error.c_str());
+    write_segment(liveness_fd, compose_comment_segment(verdict, gpu_count, snap.host, verdict_path));
+    return 0;
+}
+
+}  // namespace stallscope::cli

@@ -1,0 +1,63 @@
+// `stallscope [--json]` and `stallscope --interval-seconds N [--count K] [--json]`: sample this node.
+#include <cstdio>
+#include <string>
+
+#include "helper/cli_args.h"
+#include "helper/output_sinks.h"
+#include "helper/stop_signal.h"
+#include "helper/subcommands.h"
+#include "helper/text_output.h"
+#include "helper/thresholds_option.h"
+#include "libstallscope/model/snapshot_json.h"
+#include "libstallscope/rules/profiler.h"
+#include "libstallscope/sources/sampler.h"
+
+namespace stallscope::cli {
+
+int run_sample(int argc, char** argv, int first) {
+    const ParsedArgs args = parse_args(
+        argc, argv, first, {"interval-seconds", "count", "prometheus-textfile", "alert-webhook-url", "rules"},
+        {"json"});
+    if (!args.positional.empty()) throw UsageError("unexpected argument '" + args.positional.front() + "'");
+    const bool json = args.has("json");
+    const bool periodic = args.has("interval-seconds");
+    if (args.has("count") && !periodic) throw UsageError("--count needs --interval-seconds");
+    const double interval =
+        periodic ? parse_seconds("interval-seconds", *args.value("interval-seconds"), 0.001, 86400) : 0;
+    const long count = args.has("count") ? parse_count("count", *args.value("count")) : (periodic ? -1 : 1);
+
+    Profiler profiler(thresholds_from_option(args.value("rules")));
+    OutputSinks sinks(args, /*remove_textfile_at_exit=*/false);
+    Sampler sampler = Sampler::for_node(roots_from_environment());
+    install_stop_handlers();
+
+    double next = monotonic_now();
+    for (long n = 0; (count < 0 || n < count) && !stop_requested(); ++n) {
+        if (n > 0) {
+            next += interval;
+            // If a sample overran the interval, re-anchor rather than firing a burst of catch-up samples.
+            if (next < monotonic_now()) next = monotonic_now();
+            sleep_until(next);
+            if (stop_requested()) break;
+        }
+        Snapshot snap = sampler.sample();
+        const Profile profile = profiler.observe(snap);
+        sinks.publish(snap, profile, profiler.last_rates());
+        if (json) {
+            Json out = to_json(snap);
+            if (const Rates* rates = profiler.last_rates()) out["rates"] = to_json(*rates);
+            out["profile"] = to_json(profile);
+            // Periodic: exactly one single-line object per sample (machine-friendly); one-shot: indented.
+            const std::string text = periodic ? out.dump() : out.dump(2);
+            std::fwrite(text.data(), 1, text.size(), stdout);
+            std::fputc('\n', stdout);
+        } else {
+            std::fputs(profile_text(snap, profile).c_str(), stdout);
+        }
+        std::fflush(stdout);
+    }
+    sinks.close();
+    return 0;
+}
+
+}  // namespace stallscope::cli

@@ -1,0 +1,276 @@
+#include "helper/job_report.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+
+namespace stallscope::cli {
+namespace {
+
+int label_rank(const std::string& label) {
+    if (label == kLabelFailRisk) return 3;
+    if (label == kLabelSlow) return 2;
+    if (label == kLabelFast) return 1;
+    return 0;
+}
+
+std::vector<std::string> expand_inputs(const std::vector<std::string>& inputs,
+                                       std::vector<std::string>& warnings) {
+    std::vector<std::string> files;
+    for (const auto& in : inputs) {
+        struct stat st {};
+        if (::stat(in.c_str(), &st) != 0) {
+            warnings.push_back(in + ": not found");
+            continue;
+        }
+        if (!S_ISDIR(st.st_mode)) {
+            files.push_back(in);
+            continue;
+        }
+        std::vector<std::string> found;
+        if (DIR* d = ::opendir(in.c_str())) {
+            while (dirent* e = ::readdir(d)) {
+                const std::string name = e->d_name;
+                if (name.rfind("timeline.", 0) == 0 && name.size() > 6 &&
+                    name.substr(name.size() - 6) == ".jsonl")
+                    found.push_back(in + "/" + name);
+            }
+            ::closedir(d);
+        }
+        if (found.empty()) warnings.push_back(in + ": no timeline.*.jsonl files");
+        std::sort(found.begin(), found.end());
+        files.insert(files.end(), found.begin(), found.end());
+    }
+    return files;
+}
+
+double median(std::vector<double> v) {
+    if (v.empty()) return 0;
+    std::sort(v.begin(), v.end());
+    return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+bool slowdown_reason(const std::string& r) {
+    return r.find("power") != std::string::npos || r.find("thermal") != std::string::npos ||
+           r.find("hw_slowdown") != std::string::npos;
+}
+
+void gpu_stats(const NodeRecording& node, std::vector<GpuStats>& out) {
+    std::map<std::string, GpuStats> by_key;
+    for (const auto& s : node.replay.contents.samples)
+        for (const auto& g : s.gpus) {
+            auto& st = by_key[gpu_key(g)];
+            st.host = node.host, st.uuid = g.uuid, st.name = g.name, st.index = g.index;
+            ++st.samples;
+            st.mean_util_pct += g.utilization_pct.value_or(0);
+            if (g.memory_used_bytes && g.memory_total_bytes && *g.memory_total_bytes)
+                st.mean_memory_pct += 100.0 * static_cast<double>(*g.memory_used_bytes) /
+                                      static_cast<double>(*g.memory_total_bytes);
+            st.mean_power_w += g.power_w.value_or(0);
+            st.max_temperature_c = std::max(st.max_temperature_c, g.temperature_c.value_or(0));
+            if (std::any_of(g.throttle_reasons.begin(), g.throttle_reasons.end(), slowdown_reason))
+                st.throttle_share += 1;
+            if (g.utilization_pct && *g.utilization_pct < 5) st.idle_share += 1;
+        }
+    for (auto& [key, st] : by_key) {
+        const double n = st.samples;
+        st.mean_util_pct /= n, st.mean_memory_pct /= n, st.mean_power_w /= n, st.throttle_share /= n,
+            st.idle_share /= n;
+        out.push_back(st);
+    }
+}
+
+double sum_of(const std::map<std::string, CounterDelta>* row, std::initializer_list<const char*> names) {
+    double total = 0;
+    if (!row) return 0;
+    for (const char* n : names)
+        if (auto it = row->find(n); it != row->end()) total += static_cast<double>(it->second.delta);
+    return total;
+}
+
+void port_stats(const NodeRecording& node, std::vector<PortStats>& out) {
+    const auto& samples = node.replay.contents.samples;
+    std::map<std::string, PortStats> by_port;
+    std::map<std::string, double> seconds, paused_us, rcv_packets, lost;
+    for (std::size_t i = 1; i < samples.size(); ++i) {
+        const Rates r = compute_rates(samples[i - 1], samples[i]);
+        for (const auto& p : samples[i].rdma) {
+            auto& st = by_port[p.key()];
+            st.host = node.host, st.port = p.key(), st.netdev = p.netdev;
+            const auto* c = r.rdma_counters.count(p.key()) ? &r.rdma_counters.at(p.key()) : nullptr;
+            const auto* hw = r.rdma_hw_counters.count(p.key()) ? &r.rdma_hw_counters.at(p.key()) : nullptr;
+            st.rx_bytes += 4 * sum_of(c, {"port_rcv_data"});
+            st.tx_bytes += 4 * sum_of(c, {"port_xmit_data"});
+            st.cnp_per_second += sum_of(hw, {"np_cnp_sent", "rp_cnp_handled"});
+            st.ecn_marked_per_second += sum_of(hw, {"np_ecn_marked_roce_packets"});
+            rcv_packets[p.key()] += sum_of(c, {"port_rcv_packets"});
+            lost[p.key()] +=
+                sum_of(hw, {"out_of_sequence", "packet_seq_err", "duplicate_request", "implied_nak_seq_err"});
+            seconds[p.key()] += r.interval_seconds;
+            if (!p.netdev.empty() && r.interfaces.count(p.netdev))
+                paused_us[p.key()] +=
+                    sum_of(&r.interfaces.at(p.netdev), {"rx_pause_duration", "tx_pause_duration"});
+        }
+    }
+    for (auto& [key, st] : by_port) {
+        const double secs = seconds[key];
+        if (secs > 0) {
+            st.cnp_per_second /= secs, st.ecn_marked_per_second /= secs;
+            st.pause_occupancy = std::min(1.0, paused_us[key] / 1e6 / secs);
+        }
+        if (rcv_packets[key] > 0) st.loss_per_million_packets = lost[key] / rcv_packets[key] * 1e6;
+        out.push_back(st);
+    }
+}
+
+void merge_verdicts(JobReport& job) {
+    StepVerdict& v = job.verdict;
+    int best_rank = -1;
+    const NodeRecording* worst = nullptr;
+    for (const auto& n : job.nodes) {
+        const StepVerdict& nv = n.replay.verdict;
+        const int rank = label_rank(nv.label);
+        const bool earlier =
+            worst && !nv.reasons.empty() && !worst->replay.verdict.reasons.empty() &&
+            nv.reasons.front().reason.first_seen < worst->replay.verdict.reasons.front().reason.first_seen;
+        if (rank > best_rank || (rank == best_rank && earlier)) best_rank = rank, worst = &n;
+        for (auto r : nv.reasons) {
+            if (job.nodes.size() > 1)
+                r.reason.subject = n.host + (r.reason.subject.empty() ? "" : ":" + r.reason.subject);
+            v.reasons.push_back(std::move(r));
+        }
+        for (const auto& u : nv.unknown_reasons)
+            if (std::find(v.unknown_reasons.begin(), v.unknown_reasons.end(), u) == v.unknown_reasons.end())
+                v.unknown_reasons.push_back(u);
+        v.start_time = v.samples ? std::min(v.start_time, nv.start_time) : nv.start_time;
+        v.end_time = std::max(v.end_time, nv.end_time);
+        v.samples += nv.samples;
+    }
+    std::stable_sort(v.reasons.begin(), v.reasons.end(), [](const ReasonSummary& a, const ReasonSummary& b) {
+        return a.reason.first_seen < b.reason.first_seen;
+    });
+    if (!worst) return;
+    v.label = worst->replay.verdict.label;
+    v.confidence = worst->replay.verdict.confidence;
+    v.bottleneck_hint = worst->replay.verdict.bottleneck_hint;
+    v.worst_gpu = worst->replay.verdict.worst_gpu;
+    v.worst_port = worst->replay.verdict.worst_port;
+    v.worst_interface = worst->replay.verdict.worst_interface;
+    if (job.nodes.size() > 1 && best_rank >= 2) job.worst_node = worst->host;
+    job.worst_port =
+        v.worst_port.empty() ? "" : (job.nodes.size() > 1 ? worst->host + ":" : "") + v.worst_port;
+}
+
+void find_stragglers(JobReport& job) {
+    std::vector<double> node_utils;
+    for (const auto& n : job.nodes)
+        if (n.mean_gpu_util_pct >= 0) node_utils.push_back(n.mean_gpu_util_pct);
+    const double node_median = median(node_utils);
+    const NodeRecording* slowest = nullptr;
+    for (const auto& n : job.nodes)
+        if (n.mean_gpu_util_pct >= 0 && (!slowest || n.mean_gpu_util_pct < slowest->mean_gpu_util_pct))
+            slowest = &n;
+    // A straggler is well below its peers (30 %), not merely the lowest of a healthy group.
+    if (slowest && node_utils.size() >= 2 && node_median > 20 &&
+        slowest->mean_gpu_util_pct < 0.7 * node_median)
+        job.straggler_node = slowest->host;
+    std::vector<double> gpu_utils;
+    for (const auto& g : job.gpus) gpu_utils.push_back(g.mean_util_pct);
+    const double gpu_median = median(gpu_utils);
+    const GpuStats* lowest = nullptr;
+    for (const auto& g : job.gpus)
+        if (!lowest || g.mean_util_pct < lowest->mean_util_pct) lowest = &g;
+    if (lowest && gpu_utils.size() >= 2 && gpu_median > 20 && lowest->mean_util_pct < 0.7 * gpu_median)
+        job.straggler_gpu =
+            lowest->host + ":" + (lowest->uuid.empty() ? std::to_string(lowest->index) : lowest->uuid);
+    if (job.worst_port.empty()) {
+        const PortStats* p = nullptr;
+        for (const auto& s : job.ports)
+            if (s.loss_per_million_packets + s.cnp_per_second + s.pause_occupancy * 1e4 > 0 &&
+                (!p || s.loss_per_million_packets + s.cnp_per_second + s.pause_occupancy * 1e4 >
+                           p->loss_per_million_packets + p->cnp_per_second + p->pause_occupancy * 1e4))
+                p = &s;
+        if (p) job.worst_port = (job.nodes.size() > 1 ? p->host + ":" : "") + p->port;
+    }
+}
+
+void write_notes(JobReport& job) {
+    char buf[256];
+    int idle = 0;
+    double idle_share = 0;
+    for (const auto& g : job.gpus)
+        if (g.idle_share >= 0.3) ++idle, idle_share = std::max(idle_share, g.idle_share);
+    if (idle) {
+        std::snprintf(buf, sizeof buf, "%d of %zu GPUs idle for up to %.0f %% of the step", idle,
+                      job.gpus.size(), idle_share * 100);
+        job.notes.push_back(buf);
+    }
+    for (const auto& g : job.gpus)
+        if (g.throttle_share >= 0.1) {
+            std::snprintf(buf, sizeof buf,
+                          "GPU %d on %s throttled (power/thermal/HW slowdown) in %.0f %% of samples", g.index,
+                          g.host.c_str(), g.throttle_share * 100);
+            job.notes.push_back(buf);
+        }
+    for (const auto& p : job.ports) {
+        if (p.pause_occupancy >= 0.05) {
+            std::snprintf(buf, sizeof buf,
+                          "PFC pause occupancy %.0f %% on %s (%s) - fabric congestion upstream",
+                          p.pause_occupancy * 100, p.port.c_str(), p.host.c_str());
+            job.notes.push_back(buf);
+        }
+        if (p.loss_per_million_packets >= 1) {
+            std::snprintf(buf, sizeof buf, "%.1f RDMA packets lost per million received on %s (%s)",
+                          p.loss_per_million_packets, p.port.c_str(), p.host.c_str());
+            job.notes.push_back(buf);
+        }
+    }
+    if (!job.straggler_node.empty())
+        job.notes.push_back("straggler node: " + job.straggler_node +
+                            " (GPU utilization well below its peers)");
+    if (!job.straggler_gpu.empty()) job.notes.push_back("straggler GPU: " + job.straggler_gpu);
+}
+
+}  // namespace
+
+JobReport build_job_report(const std::vector<std::string>& inputs) {
+    JobReport job;
+    for (const auto& path : expand_inputs(inputs, job.warnings)) {
+        NodeRecording node;
+        node.timeline_path = path;
+        std::string error;
+        if (!replay_timeline(path, std::nullopt, false, node.replay, error)) {
+            job.warnings.push_back(error);
+            continue;
+        }
+        const auto& c = node.replay.contents;
+        for (const auto& w : c.warnings) job.warnings.push_back(w);
+        const Json& h = c.header;
+        node.host = h.is_object() ? h.value("host", "") : "";
+        node.step_id = h.is_object() ? h.value("step_id", "") : "";
+        if (!c.samples.empty()) {
+            if (node.host.empty()) node.host = c.samples.front().host;
+            const auto& ctx = c.samples.front().context;
+            if (job.job_id.empty()) job.job_id = ctx.job_id, job.user = ctx.user, job.job_name = ctx.job_name;
+        }
+        std::vector<GpuStats> gpus;
+        gpu_stats(node, gpus);
+        if (!gpus.empty()) {
+            node.mean_gpu_util_pct = 0;
+            for (const auto& g : gpus)
+                node.mean_gpu_util_pct += g.mean_util_pct / static_cast<double>(gpus.size());
+        }
+        job.gpus.insert(job.gpus.end(), gpus.begin(), gpus.end());
+        port_stats(node, job.ports);
+        job.nodes.push_back(std::move(node));
+    }
+    merge_verdicts(job);
+    find_stragglers(job);
+    write_notes(job);
+    return job;
+}
+
+}  // namespace stallscope::cli

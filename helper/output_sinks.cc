@@ -1,0 +1,72 @@
+#include "helper/output_sinks.h"
+
+#include "libstallscope/sinks/prometheus_textfile.h"
+#include "stallscope_config.h"
+#if STALLSCOPE_HAVE_CURL
+#include "libstallscope/sinks/alertmanager.h"
+#endif
+
+namespace stallscope::cli {
+
+struct OutputSinks::Impl {
+    std::unique_ptr<PrometheusTextfile> textfile;
+    bool remove_textfile = false;
+    bool textfile_failing = false;
+#if STALLSCOPE_HAVE_CURL
+    std::unique_ptr<AlertmanagerSink> alerts;
+#endif
+};
+
+OutputSinks::OutputSinks(const ParsedArgs& args, bool remove_textfile_at_exit)
+    : impl_(std::make_unique<Impl>()) {
+    impl_->remove_textfile = remove_textfile_at_exit;
+    if (auto path = args.value("prometheus-textfile")) {
+        if (path->empty()) throw UsageError("--prometheus-textfile needs a file path");
+        impl_->textfile = std::make_unique<PrometheusTextfile>(*path, Labels{});
+    }
+    if (auto url = args.value("alert-webhook-url")) {
+#if STALLSCOPE_HAVE_CURL
+        std::string error;
+        impl_->alerts = AlertmanagerSink::create(*url, Labels{}, AlertmanagerOptions{}, error);
+        if (!impl_->alerts) throw UsageError("--alert-webhook-url: " + error);
+#else
+        throw UsageError("--alert-webhook-url: this build has no libcurl");
+#endif
+    }
+}
+
+OutputSinks::~OutputSinks() {
+    close();
+}
+
+void OutputSinks::publish(const Snapshot& snapshot, const Profile& profile, const Rates* rates) {
+    if (impl_->textfile) {
+        std::string error;
+        const bool ok = impl_->textfile->write(snapshot, profile, rates, error);
+        // Warn once per failure streak, not once per sample.
+        if (!ok && !impl_->textfile_failing) warnings_.push_back("prometheus textfile: " + error);
+        impl_->textfile_failing = !ok;
+    }
+#if STALLSCOPE_HAVE_CURL
+    if (impl_->alerts) impl_->alerts->update(snapshot, profile);
+#endif
+}
+
+void OutputSinks::close() {
+    if (!impl_) return;
+    if (impl_->textfile && impl_->remove_textfile) impl_->textfile->remove();
+    impl_->textfile.reset();
+#if STALLSCOPE_HAVE_CURL
+    if (impl_->alerts) {
+        impl_->alerts->close();
+        const auto stats = impl_->alerts->stats();
+        if (stats.failed || stats.dropped)
+            warnings_.push_back("alertmanager: " + std::to_string(stats.failed) + " posts failed, " +
+                                std::to_string(stats.dropped) +
+                                " dropped (last error: " + impl_->alerts->last_error() + ")");
+        impl_->alerts.reset();
+    }
+#endif
+}
+
+}  // namespace stallscope::cli

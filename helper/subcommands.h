@@ -1,0 +1,13 @@
+// One function per subcommand; each parses its own arguments (cli_args.h) and returns the exit code.
+#pragma once
+
+namespace stallscope::cli {
+
+int run_sample(int argc, char** argv, int first);     // stallscope [--json] [--interval-seconds N ...]
+int run_record(int argc, char** argv, int first);     // stallscope record ...   (the per-step helper)
+int run_replay(int argc, char** argv, int first);     // stallscope replay TIMELINE...
+int run_report(int argc, char** argv, int first);     // stallscope report DIR|TIMELINE...
+int run_summarize(int argc, char** argv, int first);  // stallscope summarize DIR (epilog)
+int run_jobs(int argc, char** argv, int first);       // stallscope jobs (verdicts from sacct)
+
+}  // namespace stallscope::cli

@@ -1,0 +1,72 @@
+#include "helper/text_output.h"
+
+#include <cmath>
+#include <cstdio>
+
+#include "libstallscope/model/snapshot_json.h"
+
+namespace stallscope::cli {
+
+std::string evidence_text(const Evidence& evidence) {
+    std::string out;
+    for (const auto& [key, value] : evidence) {
+        if (!out.empty()) out += ", ";
+        out += key + "=";
+        if (const double* d = std::get_if<double>(&value)) {
+            char buf[32];
+            std::snprintf(buf, sizeof buf, "%.4g", *d);
+            out += buf;
+        } else {
+            out += std::get<std::string>(value);
+        }
+    }
+    return out;
+}
+
+std::string profile_text(const Snapshot& s, const Profile& p) {
+    char head[256];
+    std::snprintf(head, sizeof head, "%s  %s  (confidence %.2f, bottleneck: %s)\n", s.host.c_str(),
+                  p.label.c_str(), p.confidence, p.bottleneck_hint.c_str());
+    std::string out = head;
+    if (s.context.scheduler != "none")
+        out +=
+            "  job " + s.context.job_id + " step " + s.context.step_id + " (" + s.context.scheduler + ")\n";
+    out += "  " + std::to_string(s.gpus.size()) + " GPUs, " + std::to_string(s.rdma.size()) +
+           " RDMA ports, " + std::to_string(s.interfaces.size()) + " interfaces\n";
+    if (!p.unknown_reason.empty()) out += "  unknown: " + p.unknown_reason + "\n";
+    for (const auto& r : p.reasons) {
+        out += "  - [" + r.severity + "] " + r.code + ": " + r.message + "\n";
+        if (!r.evidence.empty()) out += "      evidence: " + evidence_text(r.evidence) + "\n";
+    }
+    if (!s.warnings.empty()) {
+        out += "  warnings (" + std::to_string(s.warnings.size()) + "):\n";
+        for (const auto& w : s.warnings) out += "    " + w + "\n";
+    }
+    for (const auto& [name, why] : s.collector_failures)
+        out += "  collector " + name + " failed: " + why + "\n";
+    return out;
+}
+
+std::string verdict_text(const StepVerdict& v) {
+    char head[256];
+    std::snprintf(head, sizeof head, "%s  (confidence %.2f, bottleneck: %s, %d samples over %.0f s)\n",
+                  v.label.c_str(), v.confidence, v.bottleneck_hint.c_str(), v.samples, v.duration_seconds());
+    std::string out = head;
+    for (const auto& u : v.unknown_reasons) out += "  unknown: " + u + "\n";
+    int n = 0;
+    for (const auto& s : v.reasons) {
+        char line[128];
+        std::snprintf(line, sizeof line, "  %d. [%s] %s (%.0f%% of the step, first at %s)\n", ++n,
+                      s.reason.severity.c_str(), s.reason.code.c_str(), s.share * 100.0,
+                      format_rfc3339(s.reason.first_seen).c_str());
+        out += line;
+        out += "     " + s.reason.message + "\n";
+        if (!s.reason.evidence.empty()) out += "     evidence: " + evidence_text(s.reason.evidence) + "\n";
+    }
+    if (!v.worst_gpu.empty()) out += "  worst GPU: " + v.worst_gpu + "\n";
+    if (!v.worst_port.empty()) out += "  worst port: " + v.worst_port + "\n";
+    if (!v.worst_interface.empty()) out += "  worst interface: " + v.worst_interface + "\n";
+    return out;
+}
+
+}  // namespace stallscope::cli

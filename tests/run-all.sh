@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Runs every test stallscope has: format check, unit + scenario tests (plain and ASan/UBSan builds), the
+# real-daemon tests (node_exporter, Alertmanager, promtool) and the real Slurm cluster tests.
+# As root it first installs missing Debian packages (contrib/install-deps.sh); the cluster tests need root
+# and are skipped (exit 77, reported) otherwise.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+if [ "$(id -u)" -eq 0 ]; then
+  contrib/install-deps.sh || exit 1
+fi
+
+passed=0 failed=0 skipped=0
+# Runs `meson test` with the given arguments and adds its counts to the totals.
+run_meson_tests() {
+  local log
+  log=$(mktemp)
+  meson test "$@" 2>&1 | tee "$log" | grep -vE '^\s*$' | grep -E '^ *[0-9]+/[0-9]+ |^(Ok|Fail|Skipped|Timeout|Expected Fail|Unexpected Pass):' || true
+  passed=$((passed + $(awk '/^Ok:/ {print $2}' "$log" | tail -1 | grep -E '^[0-9]+$' || echo 0)))
+  failed=$((failed + $(awk '/^(Fail|Timeout|Unexpected Pass):/ {s += $NF} END {print s + 0}' "$log")))
+  skipped=$((skipped + $(awk '/^Skipped:/ {print $2}' "$log" | tail -1 | grep -E '^[0-9]+$' || echo 0)))
+  rm -f "$log"
+}
+
+step() { printf '\n=== %s\n' "$*"; }
+
+step "format check (clang-format, .clang-format)"
+if tests/format_check.sh; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+
+step "build (debugoptimized) and unit + scenario tests"
+if [ ! -f build/build.ninja ]; then meson setup build >/dev/null || exit 1; fi
+if ninja -C build; then
+  run_meson_tests -C build --suite unit --suite scenarios --print-errorlogs
+else
+  failed=$((failed + 1))
+fi
+
+step "sanitizer build (ASan + UBSan) and unit + scenario tests"
+if [ ! -f build-asan/build.ninja ]; then
+  meson setup build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug >/dev/null || exit 1
+fi
+if ninja -C build-asan; then
+  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 \
+    run_meson_tests -C build-asan --suite unit --suite scenarios --print-errorlogs
+else
+  failed=$((failed + 1))
+fi
+
+step "real daemons (node_exporter, Alertmanager, promtool) and the real Slurm cluster"
+run_meson_tests -C build --suite daemons --suite cluster --print-errorlogs
+
+echo
+echo "stallscope tests: ${passed} passed, ${failed} failed, ${skipped} skipped"
+[ "$failed" -eq 0 ]
