@@ -18,10 +18,10 @@ extern "C" size_t discard_body(char*, size_t size, size_t count, void*) {
     return size * count;
 }
 
-// Lets close() abort a transfer in flight; libcurl calls this at least once a second.
-extern "C" int abort_if_requested(void* flag, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
-    return static_cast<std::atomic<bool>*>(flag)->load() ? 1 : 0;
-}
+// One easy handle (keeps the connection alive between posts) driven through a multi handle, so the
+// transfer can be abandoned within kAbortPoll of close()'s deadline instead of blocking in
+// curl_easy_perform.
+constexpr int kAbortPollMs = 50;
 
 double system_now() {
     using namespace std::chrono;
@@ -100,7 +100,7 @@ void AlertmanagerSink::close() {
         deadline_ = std::chrono::steady_clock::now() + options_.close_timeout;
         wake_.notify_all();
         if (!wake_.wait_until(lock, deadline_, [this] { return worker_done_; })) {
-            abort_ = true;  // the transfer in flight (if any) stops at its next progress callback
+            abort_ = true;  // the transfer in flight (if any) stops within kAbortPollMs
             stats_.dropped += queue_.size();
             queue_.clear();
         }
@@ -120,7 +120,9 @@ std::string AlertmanagerSink::last_error() const {
 }
 
 void AlertmanagerSink::run() {
-    CURL* curl = curl_easy_init();
+    CURL* easy = curl_easy_init();
+    CURLM* multi = curl_multi_init();
+    CurlHandles curl{easy, multi};
     for (;;) {
         std::string payload;
         {
@@ -130,15 +132,16 @@ void AlertmanagerSink::run() {
             payload = std::move(queue_.front());
             queue_.pop_front();
         }
-        if (curl == nullptr) {
+        if (easy == nullptr || multi == nullptr) {
             std::lock_guard lock(mutex_);
             ++stats_.failed;
-            last_error_ = "stallscope: curl_easy_init failed";
+            last_error_ = "stallscope: cannot initialise libcurl";
             continue;
         }
         post_with_retries(curl, payload);
     }
-    if (curl != nullptr) curl_easy_cleanup(curl);
+    if (multi != nullptr) curl_multi_cleanup(multi);
+    if (easy != nullptr) curl_easy_cleanup(easy);
     {
         std::lock_guard lock(mutex_);
         worker_done_ = true;
@@ -146,7 +149,7 @@ void AlertmanagerSink::run() {
     wake_.notify_all();
 }
 
-bool AlertmanagerSink::post_with_retries(void* curl, const std::string& payload) {
+bool AlertmanagerSink::post_with_retries(const CurlHandles& curl, const std::string& payload) {
     auto backoff = options_.retry_backoff;
     for (int attempt = 1;; ++attempt) {
         bool retryable = false;
@@ -169,10 +172,11 @@ bool AlertmanagerSink::post_with_retries(void* curl, const std::string& payload)
     }
 }
 
-bool AlertmanagerSink::post_once(void* handle, const std::string& payload, bool& retryable,
+bool AlertmanagerSink::post_once(const CurlHandles& handles, const std::string& payload, bool& retryable,
                                  std::string& error) {
     using namespace std::chrono;
-    CURL* curl = static_cast<CURL*>(handle);
+    CURL* curl = static_cast<CURL*>(handles.easy);
+    CURLM* multi = static_cast<CURLM*>(handles.multi);
     milliseconds timeout = options_.request_timeout;
     {
         std::lock_guard lock(mutex_);
@@ -200,17 +204,38 @@ bool AlertmanagerSink::post_once(void* handle, const std::string& payload, bool&
                      static_cast<long>(std::min(options_.connect_timeout, timeout).count()));
     curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout.count()));
     curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, discard_body);
-    curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
-    curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, abort_if_requested);
-    curl_easy_setopt(curl, CURLOPT_XFERINFODATA, &abort_);
     curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error_buffer);
-    CURLcode rc = curl_easy_perform(curl);
+    CURLcode rc = CURLE_OK;
+    if (curl_multi_add_handle(multi, curl) != CURLM_OK) {
+        rc = CURLE_FAILED_INIT;
+    } else {
+        for (int running = 1;;) {
+            if (curl_multi_perform(multi, &running) != CURLM_OK) {
+                rc = CURLE_FAILED_INIT;
+                break;
+            }
+            if (running == 0) {
+                int left = 0;
+                CURLMsg* msg = curl_multi_info_read(multi, &left);
+                rc = msg != nullptr && msg->msg == CURLMSG_DONE ? msg->data.result : CURLE_FAILED_INIT;
+                break;
+            }
+            if (abort_) {
+                rc = CURLE_ABORTED_BY_CALLBACK;
+                break;
+            }
+            curl_multi_poll(multi, nullptr, 0, kAbortPollMs, nullptr);
+        }
+        curl_multi_remove_handle(multi, curl);
+    }
     long status = 0;
     if (rc == CURLE_OK) curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
     curl_easy_setopt(curl, CURLOPT_HTTPHEADER, nullptr);
     curl_slist_free_all(headers);
     if (rc != CURLE_OK) {
-        error = error_buffer[0] != '\0' ? error_buffer : curl_easy_strerror(rc);
+        error = rc == CURLE_ABORTED_BY_CALLBACK ? "abandoned at close() deadline"
+                : error_buffer[0] != '\0'       ? error_buffer
+                                                : curl_easy_strerror(rc);
         retryable = rc != CURLE_ABORTED_BY_CALLBACK;
         return false;
     }

@@ -56,8 +56,8 @@ class AlertmanagerSink {
 
     // Cheap and non-blocking: diff, render, enqueue.
     void update(const Snapshot& snapshot, const Profile& profile);
-    // Resolve all active alerts and flush, waiting at most options.close_timeout (+ libcurl's abort
-    // latency, under a second). Idempotent; the destructor calls it.
+    // Resolve all active alerts and flush, waiting at most options.close_timeout (+ ~50 ms to abandon a
+    // transfer in flight). Idempotent; the destructor calls it.
     void close();
 
     AlertmanagerStats stats() const;
@@ -68,9 +68,13 @@ class AlertmanagerSink {
     AlertmanagerSink(std::string url, Labels static_labels, AlertmanagerOptions options);
     void enqueue(std::string payload);
     void run();
-    bool post_with_retries(void* curl, const std::string& payload);
+    struct CurlHandles {
+        void* easy;   // CURL*
+        void* multi;  // CURLM*
+    };
+    bool post_with_retries(const CurlHandles& curl, const std::string& payload);
     // True on a 2xx answer; else `error` says why and `retryable` whether another attempt may help.
-    bool post_once(void* curl, const std::string& payload, bool& retryable, std::string& error);
+    bool post_once(const CurlHandles& curl, const std::string& payload, bool& retryable, std::string& error);
 
     const std::string url_;
     AlertmanagerOptions options_;

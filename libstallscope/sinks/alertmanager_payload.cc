@@ -1,7 +1,6 @@
 #include "libstallscope/sinks/alertmanager_payload.h"
 
 #include <cmath>
-#include <ctime>
 #include <nlohmann/json.hpp>
 #include <utility>
 
@@ -80,24 +79,6 @@ std::optional<std::string> normalize_alertmanager_url(std::string_view url, std:
     out.reserve(url.size() + kApiPath.size());
     out.append(scheme).append("://").append(authority).append(path).append(kApiPath).append(query);
     return out;
-}
-
-std::string format_rfc3339(double epoch_seconds) {
-    double whole = std::floor(epoch_seconds);
-    auto seconds = static_cast<std::time_t>(whole);
-    int millis = static_cast<int>(std::lround((epoch_seconds - whole) * 1000));
-    if (millis >= 1000) {
-        ++seconds;
-        millis -= 1000;
-    }
-    std::tm tm{};
-    gmtime_r(&seconds, &tm);
-    char buf[40];
-    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-    std::string out = buf;
-    char ms[16];
-    std::snprintf(ms, sizeof ms, ".%03dZ", millis);
-    return out + ms;
 }
 
 AlertTracker::AlertTracker(Labels static_labels, double resend_interval_seconds, std::string generator_url)

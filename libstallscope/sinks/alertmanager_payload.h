@@ -19,6 +19,7 @@
 
 #include "libstallscope/model/profile.h"
 #include "libstallscope/model/snapshot.h"
+#include "libstallscope/model/snapshot_json.h"  // format_rfc3339
 #include "libstallscope/sinks/sink_labels.h"
 
 namespace stallscope {
@@ -27,9 +28,6 @@ namespace stallscope {
 // or the full /api/v2/alerts URL (a v1 URL is rewritten to v2: v1 was removed in Alertmanager 0.27).
 // Returns the POST URL, or nullopt with `error` set for a non-http(s) or empty URL.
 std::optional<std::string> normalize_alertmanager_url(std::string_view url, std::string& error);
-
-// "2024-05-01T12:00:00.250Z" (RFC 3339, UTC, milliseconds).
-std::string format_rfc3339(double epoch_seconds);
 
 class AlertTracker {
   public:
