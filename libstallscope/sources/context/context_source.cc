@@ -3,17 +3,18 @@
 // Our own environment is read once (it cannot change). When it names no Slurm job, a bounded scan of
 // <procfs>/*/environ of processes with our uid finds the job running on the node (the seed tool did this
 // to attribute a node-level run); the scan runs on the first sample and then once per
-// ContextOptions::proc_scan_every samples, and stops at the first SLURM_JOB_ID.
+// ContextOptions::proc_scan_every samples, and stops at the first SLURM_JOB_ID (newest process first).
 #include "libstallscope/sources/context/context_source.h"
 
 #include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
-#include <set>
+#include <algorithm>
+#include <functional>
+#include <optional>
 #include <utility>
+#include <vector>
 
 #include "libstallscope/sources/factories.h"
 #include "libstallscope/util/counter_file.h"
@@ -79,21 +80,27 @@ class ContextSource final : public Source {
         if (own_.scheduler == "none") own_.scheduler = "kubernetes";
     }
 
-    // The context of the first process of our uid whose environment names a Slurm job, or nullopt.
+    // The context of the newest process of our uid whose environment names a Slurm job, or nullopt.
+    // Newest first (highest pid): the job's processes are younger than the user's other sessions.
     std::optional<JobContext> scan_processes() {
         DIR* dir = ::opendir(procfs_.c_str());
         if (!dir) return std::nullopt;
-        const uid_t uid = ::geteuid();
-        const pid_t self = ::getpid();
-        std::size_t entries = 0, examined = 0;
-        std::optional<JobContext> found;
-        std::string path, error;
+        std::vector<std::uint64_t> pids;
+        std::size_t entries = 0;
         while (const dirent* entry = ::readdir(dir)) {
-            if (++entries > kMaxDirEntries || examined >= options_.proc_scan_max_processes) break;
-            auto pid = parse_u64(entry->d_name);
-            if (!pid) continue;
-            if (real_proc_ && *pid == static_cast<std::uint64_t>(self)) continue;
-            path.assign(procfs_).append("/").append(entry->d_name);
+            if (++entries > kMaxDirEntries) break;
+            if (auto pid = parse_u64(entry->d_name)) pids.push_back(*pid);
+        }
+        ::closedir(dir);
+        std::sort(pids.begin(), pids.end(), std::greater<>());
+        const uid_t uid = ::geteuid();
+        const auto self = static_cast<std::uint64_t>(::getpid());
+        std::size_t examined = 0;
+        std::string path, error;
+        for (const auto pid : pids) {
+            if (examined >= options_.proc_scan_max_processes) break;
+            if (real_proc_ && pid == self) continue;
+            path.assign(procfs_).append("/").append(std::to_string(pid));
             struct stat st;
             if (::stat(path.c_str(), &st) != 0 || st.st_uid != uid) continue;
             ++examined;
@@ -105,11 +112,9 @@ class ContextSource final : public Source {
             ctx.pod = own_.pod;
             ctx.namespace_name = own_.namespace_name;
             if (ctx.visible_devices.empty()) ctx.visible_devices = own_.visible_devices;
-            found = std::move(ctx);
-            break;
+            return ctx;
         }
-        ::closedir(dir);
-        return found;
+        return std::nullopt;
     }
 
     std::string procfs_;
