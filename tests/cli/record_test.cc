@@ -1,0 +1,162 @@
+// `stallscope record` as the SPANK plugin runs it, then replay/report/summarize on what it wrote.
+#include <doctest/doctest.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "libstallscope/model/snapshot_json.h"
+#include "tests/support/run_process.h"
+
+using namespace stallscope;
+using namespace stallscope::test;
+
+namespace {
+
+std::vector<std::string> job_env(const std::string& node) {
+    const std::string root = std::string(STALLSCOPE_FIXTURES_DIR) + "/nodes/" + node;
+    return {"STALLSCOPE_PROCFS_ROOT=" + root + "/proc",
+            "STALLSCOPE_SYSFS_ROOT=" + root + "/sys",
+            "STALLSCOPE_ETHTOOL_ROOT=" + root + "/ethtool",
+            "STALLSCOPE_NVML_LIBRARY=" FAKE_NVML_PATH,
+            "STALLSCOPE_FAKE_NVML_FIXTURE=" + root + "/nvml.json",
+            "STALLSCOPE_NVIDIA_SMI=/nonexistent",
+            "SLURM_JOB_ID=4242",
+            "SLURM_STEP_ID=0",
+            "SLURM_NODEID=0",
+            "SLURM_JOB_NODELIST=gpu-node-07",
+            "SLURM_STEP_GPUS=",
+            "SLURM_JOB_GPUS="};
+}
+
+Json read_json(const std::string& path) {
+    std::ifstream in(path);
+    REQUIRE_MESSAGE(in.good(), path);
+    return Json::parse(in);
+}
+
+std::string only_file(const std::string& dir, const std::string& prefix) {
+    const auto r = run_process({"/bin/ls", dir});
+    std::istringstream in(r.out);
+    std::string name;
+    while (in >> name)
+        if (name.rfind(prefix, 0) == 0) return dir + "/" + name;
+    return "";
+}
+
+}  // namespace
+
+TEST_CASE("record writes a timeline and a verdict that replay reproduces byte for byte") {
+    const std::string out = make_temp_dir("rec") + "/stallscope-4242";
+    const auto r = run_process(
+        {STALLSCOPE_EXE, "record", "--out-dir", out, "--interval-seconds", "0.05", "--count", "4"},
+        job_env("dgx-h100"));
+    REQUIRE(r.exit_code == 0);
+    const std::string timeline = only_file(out, "timeline.0.");
+    const std::string verdict = only_file(out, "verdict.0.");
+    REQUIRE_FALSE(timeline.empty());
+    REQUIRE_FALSE(verdict.empty());
+    const Json v = read_json(verdict);
+    CHECK(v["schema"] == "stallscope.verdict/1");
+    CHECK(v["job_id"] == "4242");
+    CHECK(v["inventory"]["gpus"].size() == 8);
+    CHECK(v["verdict"]["samples"] == 4);
+
+    const auto replay = run_process({STALLSCOPE_EXE, "replay", timeline, "--json"});
+    REQUIRE(replay.exit_code == 0);
+    const Json rj = Json::parse(replay.out);
+    CHECK(rj["matches_recorded"] == true);
+    CHECK(rj["label"] == v["verdict"]["label"]);
+
+    const auto report = run_process({STALLSCOPE_EXE, "report", out});
+    CHECK(report.exit_code == 0);
+    CHECK(report.out.find("Job 4242") != std::string::npos);
+    CHECK(report.out.find("Fabric ports") != std::string::npos);
+    const auto summarize = run_process({STALLSCOPE_EXE, "summarize", out});
+    CHECK(summarize.exit_code == 0);
+    const Json summary = read_json(out + "/summary.json");
+    CHECK(summary["nodes"].size() == 1);
+    CHECK(summary["gpus"].size() == 8);
+}
+
+TEST_CASE("SIGTERM stops the helper within a second, with the verdict written and the segment on fd 3") {
+    const std::string out = make_temp_dir("term") + "/stallscope-4242";
+    int pipe_fds[2];
+    REQUIRE(::pipe(pipe_fds) == 0);
+    // slurmstepd starts its children with SIGTERM blocked; the helper must unblock it itself.
+    sigset_t block, old;
+    sigemptyset(&block);
+    sigaddset(&block, SIGTERM);
+    sigprocmask(SIG_BLOCK, &block, &old);
+    const int pid = start_process(
+        {STALLSCOPE_EXE, "record", "--out-dir", out, "--interval-seconds", "30", "--liveness-fd", "3"},
+        job_env("roce"), pipe_fds[1]);
+    sigprocmask(SIG_SETMASK, &old, nullptr);
+    ::close(pipe_fds[1]);
+    ::sleep(2);  // a few dense start-up samples
+    ::kill(pid, SIGTERM);
+    const auto stopped_at = std::chrono::steady_clock::now();
+    std::string segment;
+    char buf[2048];
+    for (ssize_t n; (n = ::read(pipe_fds[0], buf, sizeof buf)) > 0;)
+        segment.append(buf, static_cast<std::size_t>(n));
+    const double stop_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - stopped_at).count();
+    ::close(pipe_fds[0]);
+    CHECK(wait_process(pid, 5) == 0);
+    CHECK(stop_seconds < 1.5);
+    CHECK(segment.rfind("stallscope/1 ", 0) == 0);
+    CHECK(segment.find(" file=" + out + "/verdict.0.") != std::string::npos);
+    const Json v = read_json(only_file(out, "verdict.0."));
+    CHECK(v["verdict"]["samples"].get<int>() >= 2);
+}
+
+TEST_CASE("a second step of the same job finds the node lock taken and does not sample") {
+    const std::string dir = make_temp_dir("lock");
+    const std::string lock = dir + "/sampler.lock";
+    const int fd = ::open(lock.c_str(), O_RDWR | O_CREAT, 0600);
+    REQUIRE(::flock(fd, LOCK_EX) == 0);
+    const auto r = run_process({STALLSCOPE_EXE, "record", "--out-dir", dir + "/out", "--interval-seconds",
+                                "0.05", "--count", "2", "--lock-file", lock},
+                               job_env("vm"), 10);
+    ::close(fd);
+    CHECK(r.exit_code == 0);
+    CHECK(r.seconds < 2);
+    struct stat st {};
+    CHECK(::stat((dir + "/out").c_str(), &st) != 0);  // nothing written
+}
+
+TEST_CASE("an unwritable output dir falls back to a private dir and the verdict says so") {
+    const std::string tmp = make_temp_dir("fallback");
+    const auto r = run_process({STALLSCOPE_EXE, "record", "--out-dir", "/proc/stallscope-4242",
+                                "--interval-seconds", "0.05", "--count", "2"},
+                               [&] {
+                                   auto env = job_env("vm");
+                                   env.push_back("TMPDIR=" + tmp);
+                                   return env;
+                               }());
+    REQUIRE(r.exit_code == 0);
+    const std::string fallback = tmp + "/stallscope-" + std::to_string(::getuid()) + "/stallscope-4242";
+    const Json v = read_json(only_file(fallback, "verdict.0."));
+    REQUIRE(v["warnings"].size() >= 1);
+    CHECK(v["warnings"][0].get<std::string>().find("not writable") != std::string::npos);
+}
+
+TEST_CASE("replay skips a torn last line with a warning and still gives a verdict") {
+    const std::string out = make_temp_dir("torn") + "/stallscope-4242";
+    REQUIRE(run_process(
+                {STALLSCOPE_EXE, "record", "--out-dir", out, "--interval-seconds", "0.05", "--count", "3"},
+                job_env("vm"))
+                .exit_code == 0);
+    const std::string timeline = only_file(out, "timeline.0.");
+    std::ofstream(timeline, std::ios::app) << R"({"type":"sample","unix_ti)";
+    const auto replay = run_process({STALLSCOPE_EXE, "replay", timeline, "--json"});
+    REQUIRE(replay.exit_code == 0);
+    const Json rj = Json::parse(replay.out);
+    CHECK(rj["replay_warnings"].size() == 1);
+    CHECK(replay.err.find("torn last line") != std::string::npos);
+}
