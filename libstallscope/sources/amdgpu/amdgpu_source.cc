@@ -51,7 +51,7 @@ std::string read_small(const std::string& path) {
 
 struct AmdCard {
     Gpu identity;
-    CounterFile busy, vram_used, vram_total, power, temperature;
+    CounterFile busy, vram_used, vram_total, power, power_cap, temperature;
     std::vector<CounterFile> ras;  // ras/*_err_count, summed over blocks
 };
 
@@ -69,6 +69,8 @@ class AmdgpuSource final : public Source {
             gpu.memory_total_bytes = read_counter(card.vram_total, snapshot);
             if (auto v = read_counter(card.power, snapshot))
                 gpu.power_w = static_cast<double>(*v) / 1e6;  // uW
+            if (auto v = read_counter(card.power_cap, snapshot))
+                gpu.power_limit_w = static_cast<double>(*v) / 1e6;
             if (auto v = read_counter(card.temperature, snapshot))
                 gpu.temperature_c = static_cast<double>(*v) / 1000.0;  // millidegrees C
             read_ras(card, gpu, snapshot);
@@ -143,6 +145,7 @@ class AmdgpuSource final : public Source {
         // power1_average (averaged socket power) where the SMU provides it; MI300 has only power1_input.
         const std::string average = hwmon + "/power1_average";
         card.power = per_sample_file(file_exists(average) ? average : hwmon + "/power1_input", snapshot);
+        card.power_cap = per_sample_file(hwmon + "/power1_cap", snapshot);  // the enforced limit, uW
 
         std::vector<std::pair<int, std::string>> sensors;
         for (int n = 1; n <= 9; ++n) {

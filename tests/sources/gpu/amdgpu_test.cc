@@ -33,8 +33,8 @@ TEST_CASE("AMD MI300X fixture: four GPUs in snapshot units, the BMC's ASPEED VGA
     CHECK(g0.power_w == doctest::Approx(712.0));       // power1_input 712000000 uW
     CHECK(g0.temperature_c == doctest::Approx(78.0));  // junction: MI300X has no edge sensor
     CHECK(g0.ecc_uncorrected == 0u);
-    CHECK(g0.ecc_corrected == 2u);  // umc ce: 2
-    CHECK_FALSE(g0.power_limit_w.has_value());
+    CHECK(g0.ecc_corrected == 2u);                      // umc ce: 2
+    CHECK(g0.power_limit_w == doctest::Approx(750.0));  // power1_cap 750000000 uW
 
     CHECK(snap.gpus[1].pci_bus_id == "00000000:22:00.0");
     CHECK(snap.gpus[2].ecc_uncorrected == 1u);
