@@ -57,6 +57,12 @@ class EthtoolSource final : public Source {
             else if (socket_)
                 read_ioctl(iface, snapshot.warnings);
         }
+        // Forget interfaces that left /proc/net/dev (container veths come and go by the thousand).
+        if (interfaces_.size() > snapshot.interfaces.size()) {
+            std::set<std::string_view> present;
+            for (const auto& iface : snapshot.interfaces) present.insert(iface.name);
+            std::erase_if(interfaces_, [&](const auto& entry) { return !present.count(entry.first); });
+        }
     }
 
   private:
