@@ -51,8 +51,10 @@ W=$D/work/run-$$
 mkdir -p "$W" && chmod 1777 "$W"
 # Job environment: never inherit a STALLSCOPE from whoever runs the tests; fake NVML if built.
 JOBENV=(env -u STALLSCOPE -u SLURM_SPANK__SLURM_SPANK_OPTION_stallscope_stallscope)
-if [ -n "$FAKE_NVML" ] && [ -f "$FAKE_NVML" ] && [ -f "$REPO/fixtures/nvml/dgx-h100.json" ]; then
-    JOBENV+=(STALLSCOPE_NVML_LIBRARY="$FAKE_NVML" STALLSCOPE_FAKE_NVML_FIXTURE="$REPO/fixtures/nvml/dgx-h100.json")
+# (The STALLSCOPE_* variables reach the helper through the plugin's env allowlist.)
+NVML_FIXTURE=$REPO/fixtures/nodes/dgx-h100/nvml.json
+if [ -n "$FAKE_NVML" ] && [ -f "$FAKE_NVML" ] && [ -f "$NVML_FIXTURE" ]; then
+    JOBENV+=(STALLSCOPE_NVML_LIBRARY="$FAKE_NVML" STALLSCOPE_FAKE_NVML_FIXTURE="$NVML_FIXTURE")
 fi
 # as_user DIR CMD...: run as the job user from DIR (created, owned by the user unless it exists).
 as_user() {
