@@ -122,26 +122,36 @@ std::string AlertTracker::update(const Snapshot& snapshot, const Profile& profil
         }
         current.emplace(std::move(key), std::move(alert));
     }
-    std::map<std::string, Alert> resolved;
     for (auto& [key, alert] : active_) {
-        if (current.count(key) == 0) resolved.emplace(key, std::move(alert));
+        if (current.count(key) != 0) continue;
+        alert.resolved_at = now;
+        resolved_.insert_or_assign(key, std::move(alert));
+        changed = true;
     }
-    changed = changed || !resolved.empty();
+    for (const auto& [key, alert] : current) resolved_.erase(key);  // fired again
+    std::erase_if(resolved_,
+                  [now](const auto& kv) { return now - kv.second.resolved_at > kResolvedRetentionSeconds; });
     active_ = std::move(current);
-    const bool resend_due = !active_.empty() && (last_sent_ < 0 || now - last_sent_ >= resend_interval_);
+    const bool anything = !active_.empty() || !resolved_.empty();
+    const bool resend_due = anything && (last_sent_ < 0 || now - last_sent_ >= resend_interval_);
     if (!changed && !resend_due) return {};
     last_sent_ = now;
-    return render(now, resolved);
+    return render(now);
 }
 
 std::string AlertTracker::resolve_all(double now) {
     if (active_.empty()) return {};
-    std::map<std::string, Alert> resolved = std::move(active_);
+    for (auto& [key, alert] : active_) {
+        alert.resolved_at = now;
+        resolved_.insert_or_assign(key, std::move(alert));
+    }
     active_.clear();
-    return render(now, resolved);
+    std::string out = render(now);
+    resolved_.clear();
+    return out;
 }
 
-std::string AlertTracker::render(double now, const std::map<std::string, Alert>& resolved) {
+std::string AlertTracker::render(double now) {
     // Built as text from pre-rendered label/annotation objects: one payload per send, no re-parsing.
     std::string out = "[";
     auto append = [&](const Alert& a, double ends_at) {
@@ -153,7 +163,7 @@ std::string AlertTracker::render(double now, const std::map<std::string, Alert>&
         out += '}';
     };
     for (const auto& [key, alert] : active_) append(alert, now + 4 * resend_interval_);
-    for (const auto& [key, alert] : resolved) append(alert, now);
+    for (const auto& [key, alert] : resolved_) append(alert, alert.resolved_at);
     out += ']';
     return out;
 }

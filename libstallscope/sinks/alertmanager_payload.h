@@ -3,7 +3,10 @@
 //
 // Client semantics followed (Prometheus notifier): a firing alert is re-sent every resend interval with
 // endsAt = now + 4 * resend interval, so if stallscope dies its alerts expire on their own; a reason
-// that clears is sent once more with endsAt = now (resolved). Alertmanager identifies an alert by its
+// that clears is sent at once with endsAt = the time it cleared (resolved), and re-sent with each resend
+// for 15 minutes (Prometheus' resolvedRetention): Alertmanager ignores a resolve whose endsAt is still in
+// its future (node clock ahead of it) and keeps the older endsAt, so one send is not enough. A reason
+// that fires again after resolving is a new alert. Alertmanager identifies an alert by its
 // label set, so labels carry nothing that changes while the condition lasts (numbers go in annotations).
 //
 // Labels: alertname (StallscopeFabricCongestion, from the reason code), reason (the code itself),
@@ -40,18 +43,23 @@ class AlertTracker {
     std::string resolve_all(double now);
 
     std::size_t active() const { return active_.size(); }
+    std::size_t recently_resolved() const { return resolved_.size(); }
+
+    static constexpr double kResolvedRetentionSeconds = 15 * 60;
 
   private:
     struct Alert {
         std::string labels_json, annotations_json;  // rendered once per update
         double starts_at = 0;
+        double resolved_at = 0;  // 0 while firing
     };
-    std::string render(double now, const std::map<std::string, Alert>& resolved);
+    std::string render(double now);
 
     Labels static_labels_;
     double resend_interval_;
     std::string generator_url_;
-    std::map<std::string, Alert> active_;  // key: canonical labels JSON
+    std::map<std::string, Alert> active_;    // key: canonical labels JSON
+    std::map<std::string, Alert> resolved_;  // resolved within the retention, re-sent with each resend
     double last_sent_ = -1;
 };
 

@@ -19,10 +19,10 @@
 //   network  network_{receive,transmit}_{bytes,packets,errors,drops}_total (/proc/net/dev, `lo` skipped),
 //            network_pause_frames_total{direction,priority}, network_pause_duration_seconds_total
 //            {direction,priority} (ethtool µs / 1e6), network_pause_storm_events_total{severity},
-//            network_ethtool_counter_total{counter} (fixed allow-list)
+//            network_ethtool_events_total{counter} (fixed allow-list)
 //   rdma     rdma_port_info{link_layer,netdev}, rdma_port_active, rdma_port_link_up,
 //            rdma_port_rate_bytes_per_second, rdma_port_{receive,transmit}_bytes_total,
-//            rdma_port_counter_total{counter}, rdma_hw_counter_total{counter} (fixed allow-lists)
+//            rdma_port_events_total{counter}, rdma_hw_events_total{counter} (fixed allow-lists)
 //
 // Series bound. Per entity, with every optional value present:
 //   core 54 (1+1+1 + 4 label + 1 + 5 hint + 1 + 32 reasons max + 2 + 1 + 1 + 4)

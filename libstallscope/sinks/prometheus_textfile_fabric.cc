@@ -174,13 +174,13 @@ void write_network_families(ExpositionWriter& w, const Entities& e) {
                      {{"interface", i->name}, {"severity", "error"}}, **c);
         }
     }
-    w.family("stallscope_network_ethtool_counter_total", MetricType::counter,
+    w.family("stallscope_network_ethtool_events_total", MetricType::counter,
              "Selected ethtool -S counters (drops, buffer pressure, PCIe stalls, PHY errors), raw name in "
              "counter.");
     for (const NetInterface* i : e.interfaces) {
         for (const std::string& name : kEthtoolAllowList) {
             if (const Counter* c = valid(i->pause, name)) {
-                w.sample("stallscope_network_ethtool_counter_total",
+                w.sample("stallscope_network_ethtool_events_total",
                          {{"interface", i->name}, {"counter", name}}, **c);
             }
         }
@@ -232,22 +232,22 @@ void write_rdma_families(ExpositionWriter& w, const Entities& e) {
             w.sample("stallscope_rdma_port_transmit_bytes_total",
                      {{"device", p.device}, {"port", port_labels(p)}}, *p.tx_bytes);
     }
-    w.family("stallscope_rdma_port_counter_total", MetricType::counter,
+    w.family("stallscope_rdma_port_events_total", MetricType::counter,
              "Selected IBA port counters (ports/N/counters), raw file name in counter.");
     for (const RdmaPort& p : e.rdma_ports) {
         for (const std::string& name : kPortCounterAllowList) {
             if (const Counter* c = valid(p.counters, name)) {
-                w.sample("stallscope_rdma_port_counter_total",
+                w.sample("stallscope_rdma_port_events_total",
                          {{"device", p.device}, {"port", port_labels(p)}, {"counter", name}}, **c);
             }
         }
     }
-    w.family("stallscope_rdma_hw_counter_total", MetricType::counter,
+    w.family("stallscope_rdma_hw_events_total", MetricType::counter,
              "Selected mlx5 hw_counters (congestion, retransmit, QP errors), raw file name in counter.");
     for (const RdmaPort& p : e.rdma_ports) {
         for (const std::string& name : kHwCounterAllowList) {
             if (const Counter* c = valid(p.hw_counters, name)) {
-                w.sample("stallscope_rdma_hw_counter_total",
+                w.sample("stallscope_rdma_hw_events_total",
                          {{"device", p.device}, {"port", port_labels(p)}, {"counter", name}}, **c);
             }
         }

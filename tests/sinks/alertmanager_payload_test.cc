@@ -106,8 +106,33 @@ TEST_CASE("Steady alerts are re-sent only every resend interval; a cleared reaso
     CHECK(resolved[0]["labels"]["alertname"] == "StallscopeFabricCongestion");
     CHECK(resolved[0]["endsAt"] == format_rfc3339(1031));
     CHECK(tracker.active() == 0);
-    s.time = 1100;
-    CHECK(tracker.update(s, Profile{}).empty());  // resolved once, then silence
+    s.time = 1040;
+    CHECK(tracker.update(s, Profile{}).empty());  // not due
+    // Re-sent with each resend for 15 minutes, endsAt unchanged: Alertmanager drops a resolve whose
+    // endsAt is still in its future, so a node clock slightly ahead must not leave the alert firing.
+    s.time = 1062;
+    json again_resolved = json::parse(tracker.update(s, Profile{}));
+    REQUIRE(again_resolved.size() == 1);
+    CHECK(again_resolved[0]["endsAt"] == format_rfc3339(1031));
+    CHECK(tracker.recently_resolved() == 1);
+    s.time = 1031 + 15 * 60 + 1;
+    CHECK(tracker.update(s, Profile{}).empty());  // retention over: silence
+    CHECK(tracker.recently_resolved() == 0);
+}
+
+TEST_CASE("A reason that fires again after resolving is firing again, not resolved") {
+    AlertTracker tracker({}, 60);
+    Snapshot s;
+    s.time = 100;
+    Profile p = test::slow_profile(100, 1);
+    tracker.update(s, p);
+    s.time = 110;
+    tracker.update(s, Profile{});
+    s.time = 120;
+    json body = json::parse(tracker.update(s, p));
+    REQUIRE(body.size() == 1);
+    CHECK(body[0]["endsAt"] == format_rfc3339(120 + 240));
+    CHECK(tracker.recently_resolved() == 0);
 }
 
 TEST_CASE("A severity change is a new alert: the old label set resolves, the new one fires") {

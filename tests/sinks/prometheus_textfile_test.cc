@@ -117,12 +117,12 @@ TEST_CASE("Values carry their units and the state sets have exactly one 1") {
         0);
     CHECK(parsed.find("stallscope_rdma_port_receive_bytes_total", {{"device", "mlx5_2"}, {"port", "1"}})[0]
               ->value == 4000000002.0);
-    CHECK(parsed
-              .find("stallscope_rdma_hw_counter_total", {{"device", "mlx5_1"}, {"counter", "np_cnp_sent"}})[0]
-              ->value == 11);
-    CHECK(parsed.find("stallscope_rdma_hw_counter_total", {{"counter", "lifespan"}})
+    CHECK(
+        parsed.find("stallscope_rdma_hw_events_total", {{"device", "mlx5_1"}, {"counter", "np_cnp_sent"}})[0]
+            ->value == 11);
+    CHECK(parsed.find("stallscope_rdma_hw_events_total", {{"counter", "lifespan"}})
               .empty());  // not allow-listed
-    CHECK(parsed.find("stallscope_rdma_port_counter_total", {{"counter", "VL15_dropped"}}).empty());
+    CHECK(parsed.find("stallscope_rdma_port_events_total", {{"counter", "VL15_dropped"}}).empty());
     CHECK(parsed.find("stallscope_rdma_port_rate_bytes_per_second", {{"device", "mlx5_0"}})[0]->value ==
           50e9);
     auto duration = parsed.find("stallscope_network_pause_duration_seconds_total",
@@ -153,7 +153,7 @@ TEST_CASE("A missing or garbage counter is left out, never written as 0") {
     CHECK(parsed.find("stallscope_gpu_power_watts", {{"gpu", "0"}}).size() == 1);
     CHECK(parsed.find("stallscope_gpu_power_watts", {{"gpu", "1"}}).empty());
     CHECK(parsed.find("stallscope_gpu_throttle_reason", {{"gpu", "1"}}).empty());
-    CHECK(parsed.find("stallscope_rdma_hw_counter_total", {{"counter", "np_cnp_sent"}}).empty());
+    CHECK(parsed.find("stallscope_rdma_hw_events_total", {{"counter", "np_cnp_sent"}}).empty());
     CHECK(parsed.find("stallscope_rdma_port_receive_bytes_total").empty());
     CHECK(parsed.find("stallscope_network_receive_bytes_total").empty());
     CHECK(parsed.find("stallscope_network_transmit_bytes_total").size() == 1);

@@ -1,0 +1,65 @@
+#!/bin/bash
+# Real node_exporter reads our textfile: every series we wrote is scraped, values and escaped labels
+# survive its parser, and node_textfile_scrape_error is 0. Optionally the same through the CLI on a
+# fixture node.  Usage: node_exporter_test.sh SINK_DRIVER [STALLSCOPE_BIN FIXTURES_DIR]
+DRIVER=$1
+STALLSCOPE=${2:-}
+FIXTURES=${3:-}
+source "$(dirname "$0")/common.sh"
+require prometheus-node-exporter prometheus-node-exporter
+require curl curl
+
+mkdir "$WORK/textfile"
+expected=$("$DRIVER" textfile "$WORK/textfile/stallscope.prom")
+[ "$expected" -eq 1494 ] || fail "driver wrote $expected series, the documented DGX bound is 1494"
+
+start_daemon /metrics "$WORK/node_exporter.log" prometheus-node-exporter \
+    --web.listen-address=127.0.0.1:@PORT@ --collector.disable-defaults --collector.textfile \
+    --collector.textfile.directory="$WORK/textfile"
+scrape() { curl -fsS --max-time 10 "http://127.0.0.1:$PORT/metrics" >"$WORK/metrics"; }
+scrape
+
+expect_line "$WORK/metrics" 'node_textfile_scrape_error 0'
+got=$(grep -c '^stallscope_' "$WORK/metrics" || true)
+[ "$got" -eq "$expected" ] || fail "node_exporter exposes $got stallscope series, we wrote $expected"
+
+# node_exporter re-renders with labels sorted by name; the cluster label checks escaping end to end.
+CTX=('cluster="rack \"7\" \\ row 2"' 'host="gpu-node-07"' 'job_id="4242"' 'scheduler="slurm"' 'step_id="0"')
+# expect NAME VALUE [LABEL...] -- the exact line node_exporter prints
+expect() {
+    local name=$1 value=$2
+    shift 2
+    expect_line "$WORK/metrics" "$name{$(printf '%s\n' "${CTX[@]}" "$@" | LC_ALL=C sort | paste -sd, -)} $value"
+}
+expect stallscope_profile_label 1 'label="SLOW"'
+expect stallscope_profile_label 0 'label="FAST"'
+expect stallscope_profile_confidence_ratio 0.8
+expect stallscope_alerts_active 21 'severity="warning"'
+expect stallscope_profile_reason_active 1 'code="fabric_congestion"' 'category="fabric"' 'severity="warning"' \
+    'subject="mlx5_0/1"'
+expect stallscope_gpu_power_watts 403.5 'gpu="3"' 'uuid="GPU-00000003"'
+expect stallscope_gpu_xid_errors_total 1 'gpu="2"' 'uuid="GPU-00000002"'
+expect stallscope_rdma_hw_events_total 14 'counter="rp_cnp_handled"' 'device="mlx5_4"' 'port="1"'
+expect stallscope_rdma_port_transmit_bytes_total 8e+09 'device="mlx5_0"' 'port="1"'
+expect stallscope_network_pause_duration_seconds_total 1.5 'direction="tx"' 'interface="ens5np0"' 'priority="3"'
+grep -q '^# TYPE stallscope_network_pause_frames_total counter$' "$WORK/metrics" || fail "pause frames not a counter"
+
+# Through the CLI, when it and the RoCE fixture exist: a second file next to ours must not break the
+# collector (families merge across files only when HELP/TYPE agree).
+if [ -n "$STALLSCOPE" ] && [ -x "$STALLSCOPE" ] && [ -d "$FIXTURES/nodes/roce/sys" ]; then
+    STALLSCOPE_PROCFS_ROOT="$FIXTURES/nodes/roce/proc" STALLSCOPE_SYSFS_ROOT="$FIXTURES/nodes/roce/sys" \
+        STALLSCOPE_ETHTOOL_ROOT="$FIXTURES/nodes/roce/ethtool" \
+        timeout 30 "$STALLSCOPE" --interval-seconds 0.1 --count 2 --json \
+        --prometheus-textfile "$WORK/textfile/cli.prom" >"$WORK/cli.json" 2>"$WORK/cli.err" ||
+        { cat "$WORK/cli.err" >&2; fail "stallscope CLI with --prometheus-textfile failed"; }
+    [ -f "$WORK/textfile/cli.prom" ] || fail "the CLI left no textfile (it must keep its last one)"
+    scrape
+    expect_line "$WORK/metrics" 'node_textfile_scrape_error 0'
+    [ "$(grep -c '^stallscope_build_info{' "$WORK/metrics")" -eq 2 ] || fail "CLI textfile not scraped"
+    grep -q '^stallscope_rdma_port_receive_bytes_total{.*device="' "$WORK/metrics" || fail "no RDMA bytes from the CLI"
+    echo "CLI textfile: $(grep -c '^stallscope_' "$WORK/textfile/cli.prom" || true) lines scraped"
+else
+    echo "note: CLI part skipped (stallscope binary or fixtures/nodes/roce missing)"
+fi
+
+echo "PASS: node_exporter scraped $expected stallscope series, scrape_error 0"
