@@ -100,7 +100,7 @@ void gpu_ecc_rule(const RuleInput& in, std::vector<Finding>& out) {
     }
 }
 
-XidClass classify_xid(int code, const std::string& source_severity) {
+XidClass xid_class(int code, const std::string& source_severity) {
     XidClass c = XidClass::kWarning;
     if (in_list(code, {9,  12, 16, 18, 19,  26,  27,  28,  29,  30,  32,  33,  34, 35, 36,
                        38, 42, 44, 46, 47,  48,  59,  60,  61,  62,  64,  65,  68, 69, 74,
@@ -167,7 +167,7 @@ void xid_rule(const RuleInput& in, std::vector<Finding>& out) {
         for (int code : g.xid) add(code, &g, g.pci_bus_id, "", "");
 
     for (const auto& e : events) {
-        const XidClass c = classify_xid(e.code, e.severity);
+        const XidClass c = xid_class(e.code, e.severity);
         Evidence ev = e.gpu ? gpu_evidence(*e.gpu) : Evidence{};
         ev["xid"] = static_cast<double>(e.code);
         ev["class"] = std::string(xid_class_name(c));

@@ -29,7 +29,7 @@ void gpu_ecc_rule(const RuleInput& in, std::vector<Finding>& out);
 //   info     -> gpu_xid_info      (FAST: 63 row-remap recorded, 152, 153, ...)
 // XidEvent::severity from the kmsg source can raise a code's class to critical, never lower it.
 enum class XidClass { kInfo, kWarning, kApp, kCritical };
-XidClass classify_xid(int code, const std::string& source_severity);
+XidClass xid_class(int code, const std::string& source_severity);
 const char* xid_class_name(XidClass c);
 
 // Xid events of this interval (Snapshot::xid_events and Gpu::xid, deduplicated per GPU and code),

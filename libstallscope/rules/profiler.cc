@@ -143,7 +143,7 @@ Profile Profiler::observe(const Snapshot& s) {
         p.bottleneck_hint = *hints.begin();
     else if (worst >= 2 && hints.size() > 1)
         p.bottleneck_hint = "mixed";
-    else if (worst != 1 && util && *util >= 80)
+    else if (worst == 0 && util && *util >= 80)
         p.bottleneck_hint = "compute";
 
     SampleOutcome outcome;

@@ -180,14 +180,14 @@ StepVerdict VerdictAccumulator::build(const Thresholds& t) const {
         v.bottleneck_hint = *hints.begin();
     else if (hints.size() > 1)
         v.bottleneck_hint = "mixed";
-    else if (v.label != kLabelUnknown && util_samples_ && util_sum_ / util_samples_ >= 80)
+    else if (v.label == kLabelFast && util_samples_ && util_sum_ / util_samples_ >= 80)
         v.bottleneck_hint = "compute";
 
     // Worst GPU / port / interface: the worst label first, then the biggest share, then the score.
     auto pick = [&](SubjectKind kind) {
         const Ranked* best = nullptr;
         for (const auto& r : ranked) {
-            if (r.kind != kind) continue;
+            if (r.kind != kind || r.summary.reason.label == kLabelFast) continue;  // info names no culprit
             auto rank = [](const Ranked& x) {
                 return std::make_tuple(x.tier == 0 ? 1 : 0, label_rank(x.summary.reason.label),
                                        x.summary.share, x.score);

@@ -62,14 +62,14 @@ TEST_CASE("uncorrected ECC during the step and pending row remaps are FAIL_RISK;
 }
 
 TEST_CASE("Xid classes: 79 critical, 13 application, 92 warning, 63 info; kmsg severity can raise") {
-    CHECK(classify_xid(79, "") == XidClass::kCritical);
-    CHECK(classify_xid(48, "") == XidClass::kCritical);
-    CHECK(classify_xid(13, "") == XidClass::kApp);
-    CHECK(classify_xid(31, "warning") == XidClass::kApp);
-    CHECK(classify_xid(92, "") == XidClass::kWarning);
-    CHECK(classify_xid(63, "") == XidClass::kInfo);
-    CHECK(classify_xid(149, "critical") == XidClass::kCritical);
-    CHECK(classify_xid(79, "info") == XidClass::kCritical);  // never lowered
+    CHECK(xid_class(79, "") == XidClass::kCritical);
+    CHECK(xid_class(48, "") == XidClass::kCritical);
+    CHECK(xid_class(13, "") == XidClass::kApp);
+    CHECK(xid_class(31, "warning") == XidClass::kApp);
+    CHECK(xid_class(92, "") == XidClass::kWarning);
+    CHECK(xid_class(63, "") == XidClass::kInfo);
+    CHECK(xid_class(149, "critical") == XidClass::kCritical);
+    CHECK(xid_class(79, "info") == XidClass::kCritical);  // never lowered
 }
 
 TEST_CASE("an Xid event is matched to the step's GPU by PCI bus id, deduplicated against Gpu::xid") {

@@ -1,0 +1,201 @@
+#include "libstallscope/rules/profiler.h"
+
+#include <doctest/doctest.h>
+
+#include "libstallscope/model/snapshot_json.h"
+#include "tests/rules/builders.h"
+
+using namespace stallscope;
+using namespace stallscope::test;
+
+namespace {
+
+// A healthy 8-GPU training node with one RoCE port whose data counters move every sample.
+Snapshot healthy(double t) {
+    Snapshot s = at(t);
+    for (int i = 0; i < 8; ++i) s.gpus.push_back(gpu(i, 96, 560, 65, 1980));
+    const auto k = static_cast<std::uint64_t>(t);
+    s.rdma.push_back(port(
+        "mlx5_0",
+        counters({{"rp_cnp_handled", 10 * k}, {"out_of_sequence", 0}, {"local_ack_timeout_err", 0}}),
+        counters(
+            {{"port_rcv_packets", 1'000'000 * k}, {"port_rcv_data", 250'000'000 * k}, {"link_downed", 0}}),
+        "ACTIVE", "ens1f0"));
+    s.interfaces.push_back(iface("ens1f0", 1'000'000 * k));
+    s.host_stats.mem_total_bytes = 1000;
+    s.host_stats.mem_available_bytes = 600;
+    s.host_stats.psi.memory_full_avg10 = 0;
+    s.host_stats.oom_kills = 0;
+    return s;
+}
+
+std::vector<std::string> codes(const StepVerdict& v) {
+    std::vector<std::string> c;
+    for (const auto& r : v.reasons) c.push_back(r.reason.code);
+    return c;
+}
+
+}  // namespace
+
+TEST_CASE("the first sample reports lifetime counters but fires no delta rule, and says so") {
+    Profiler p;
+    Snapshot s = healthy(0);
+    s.rdma[0].hw_counters["out_of_sequence"] = 9'000'000;  // lifetime
+    s.host_stats.oom_kills = 40;
+    const Profile first = p.observe(s);
+    CHECK(p.last_rates() == nullptr);
+    CHECK(first.label == kLabelFast);
+    REQUIRE(first.reasons.size() == 1);
+    CHECK(first.reasons[0].code == "delta_rules_pending");
+    CHECK(first.confidence < 0.8);
+    const Profile second = p.observe(healthy(10));
+    CHECK(p.last_rates() != nullptr);
+    CHECK(second.label == kLabelFast);
+    CHECK(second.reasons.empty());
+    CHECK(second.bottleneck_hint == "compute");
+    CHECK(second.confidence > first.confidence);
+}
+
+TEST_CASE("a healthy step is FAST with a compute bottleneck and no reasons") {
+    Profiler p;
+    for (int i = 0; i <= 6; ++i) p.observe(healthy(i * 10));
+    const StepVerdict v = p.verdict();
+    CHECK(v.label == kLabelFast);
+    CHECK(v.reasons.empty());
+    CHECK(v.bottleneck_hint == "compute");
+    CHECK(v.samples == 7);
+    CHECK(v.duration_seconds() == 60);
+    CHECK(v.confidence > 0.6);
+}
+
+TEST_CASE("a CNP storm makes the step SLOW with the port named and its share of the step") {
+    Profiler p;
+    for (int i = 0; i <= 6; ++i) {
+        Snapshot s = healthy(i * 10);
+        if (i >= 3) s.rdma[0].hw_counters["rp_cnp_handled"] = 600 + 20'000ull * (i - 2);
+        const Profile prof = p.observe(s);
+        if (i == 4) {
+            CHECK(prof.label == kLabelSlow);
+            CHECK(prof.reasons[0].code == "fabric_congestion");
+            CHECK(prof.reasons[0].first_seen == 30);
+            CHECK(prof.bottleneck_hint == "network");
+        }
+    }
+    const StepVerdict v = p.verdict();
+    CHECK(v.label == kLabelSlow);
+    REQUIRE(!v.reasons.empty());
+    CHECK(v.reasons[0].reason.code == "fabric_congestion");
+    CHECK(v.reasons[0].samples == 4);
+    CHECK(v.reasons[0].duration_seconds == 40);
+    CHECK(v.reasons[0].share == doctest::Approx(40.0 / 60));
+    CHECK(v.worst_port == "mlx5_0/1");
+    CHECK(v.bottleneck_hint == "network");
+}
+
+TEST_CASE("reasons are ordered earliest anomaly first, and symptoms after their cause") {
+    Profiler p;
+    for (int i = 0; i <= 6; ++i) {
+        Snapshot s = healthy(i * 10);
+        for (auto& g : s.gpus) g.utilization_pct = 12;  // symptom from the very first sample
+        if (i >= 2) s.rdma[0].hw_counters["rp_cnp_handled"] = 20'000ull * i;  // congestion from t=20
+        if (i >= 5) s.rdma[0].counters["link_downed"] = 1;                    // flap at t=50
+        p.observe(s);
+    }
+    const auto c = codes(p.verdict());
+    REQUIRE(c.size() == 3);
+    CHECK(c[0] == "fabric_congestion");
+    CHECK(c[1] == "fabric_link_flap");
+    CHECK(c[2] == "gpu_low_utilization");
+    CHECK(p.verdict().label == kLabelFailRisk);
+}
+
+TEST_CASE("in the same interval the root cause comes first: port down before its packet loss") {
+    Profiler p;
+    for (int i = 0; i <= 4; ++i) {
+        Snapshot s = healthy(i * 10);
+        if (i == 4) {
+            s.rdma[0].state = "DOWN";
+            s.rdma[0].hw_counters["out_of_sequence"] = 100'000;
+        }
+        p.observe(s);
+    }
+    const auto c = codes(p.verdict());
+    REQUIRE(c.size() >= 2);
+    CHECK(c[0] == "fabric_port_down");
+    CHECK(c[1] == "fabric_packet_loss");
+}
+
+TEST_CASE("a short SLOW burst in a long step is listed but the step stays FAST") {
+    Profiler p;
+    for (int i = 0; i <= 100; ++i) {
+        Snapshot s = healthy(i * 10);
+        if (i >= 50)
+            s.rdma[0].hw_counters["rp_cnp_handled"] = 10 * i * 10 + 20'000;  // one 10 s burst at t=500
+        p.observe(s);
+    }
+    const StepVerdict v = p.verdict();
+    CHECK(v.label == kLabelFast);
+    REQUIRE(v.reasons.size() == 1);
+    CHECK(v.reasons[0].reason.code == "fabric_congestion");
+    CHECK(v.reasons[0].share == doctest::Approx(0.01));
+}
+
+TEST_CASE("UNKNOWN verdicts carry explicit reason codes") {
+    SUBCASE("step_too_short") {
+        Profiler p;
+        p.observe(healthy(0));
+        p.observe(healthy(5));
+        const StepVerdict v = p.verdict();
+        CHECK(v.label == kLabelUnknown);
+        CHECK(v.unknown_reasons == std::vector<std::string>{"step_too_short"});
+    }
+    SUBCASE("no_counters") {
+        Profiler p;
+        for (int i = 0; i <= 6; ++i) p.observe(at(i * 10));
+        const StepVerdict v = p.verdict();
+        CHECK(v.label == kLabelUnknown);
+        CHECK(v.unknown_reasons == std::vector<std::string>{"no_counters"});
+    }
+    SUBCASE("collectors_failing, with the collector as the first reason") {
+        Profiler p;
+        for (int i = 0; i <= 6; ++i) {
+            Snapshot s = healthy(i * 10);
+            s.gpus.clear();
+            s.collector_failures["nvml"] = "timeout after 2 s";
+            const Profile prof = p.observe(s);
+            CHECK(prof.label == kLabelUnknown);
+            CHECK(prof.unknown_reason.find("collectors_failing: nvml") == 0);
+        }
+        const StepVerdict v = p.verdict();
+        CHECK(v.label == kLabelUnknown);
+        CHECK(v.unknown_reasons == std::vector<std::string>{"collectors_failing"});
+        REQUIRE(!v.reasons.empty());
+        CHECK(v.reasons[0].reason.code == "collector_failed");
+    }
+}
+
+TEST_CASE("real evidence beats UNKNOWN: an Xid 79 in a short step is FAIL_RISK naming the GPU") {
+    Profiler p;
+    Snapshot s = healthy(0);
+    s.xid_events.push_back(XidEvent{79, "PCI:0000:12:00", -1, "critical", "GPU has fallen off the bus."});
+    p.observe(s);
+    const StepVerdict v = p.verdict();
+    CHECK(v.label == kLabelFailRisk);
+    CHECK(v.unknown_reasons.empty());
+    CHECK(v.worst_gpu == "GPU-2");
+    CHECK(v.confidence >= 0.9);
+}
+
+TEST_CASE("replaying snapshots read back from JSON gives the same verdict as live profiling") {
+    Profiler live, replay;
+    for (int i = 0; i <= 8; ++i) {
+        Snapshot s = healthy(i * 10);
+        if (i >= 4) s.gpus[2].temperature_c = 65 + 5 * i, s.gpus[2].sm_clock_mhz = 1980 - 80 * i;
+        live.observe(s);
+        std::vector<std::string> problems;
+        replay.observe(snapshot_from_json(Json::parse(to_json(s).dump()), problems));
+        CHECK(problems.empty());
+    }
+    CHECK(to_json(live.verdict()).dump() == to_json(replay.verdict()).dump());
+    CHECK(live.verdict().reasons.at(0).reason.code == "gpu_thermal_throttle");
+}
