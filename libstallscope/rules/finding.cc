@@ -50,7 +50,7 @@ std::string gpu_name(const Gpu& gpu) {
 std::optional<CounterDelta> delta_of(const Rates& rates, const DeltaTable& table, const std::string& entity,
                                      const std::string& counter) {
     const CounterDelta* d = rates.find(table, entity, counter);
-    if (!d) return std::nullopt;
+    if (!d || d->reset) return std::nullopt;
     return *d;
 }
 
@@ -61,7 +61,8 @@ std::optional<double> sum_deltas(const DeltaTable& table, const std::string& ent
     std::optional<double> sum;
     for (const char* name : counters) {
         auto cell = row->second.find(name);
-        if (cell != row->second.end()) sum = sum.value_or(0) + static_cast<double>(cell->second.delta);
+        if (cell != row->second.end() && !cell->second.reset)
+            sum = sum.value_or(0) + static_cast<double>(cell->second.delta);
     }
     return sum;
 }

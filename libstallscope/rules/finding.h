@@ -42,7 +42,9 @@ std::string fmt_num(double value);
 // "GPU 3" (index known) or the uuid / bus id; for messages.
 std::string gpu_name(const Gpu& gpu);
 
-// The delta of one counter in a Rates table, or nullopt.
+// The delta of one counter in a Rates table, or nullopt. A counter that went down (reset: driver reload,
+// port reset, another device behind the same name) is treated as missing for that interval: what it
+// holds after a reset cannot be placed in time, and judging it would be judging a lifetime total.
 std::optional<CounterDelta> delta_of(const Rates& rates, const DeltaTable& table, const std::string& entity,
                                      const std::string& counter);
 // Sum of the deltas of the named counters that exist (nullopt when none of them exists).

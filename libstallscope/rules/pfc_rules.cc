@@ -50,7 +50,7 @@ PauseDirection pause_direction(const Rates& rates, const std::string& iface, con
     double best_occ = -1;
     for (const auto& [name, delta] : row->second) {
         std::string prio, kind;
-        if (!split_pause_name(name, direction, prio, kind)) continue;
+        if (delta.reset || !split_pause_name(name, direction, prio, kind)) continue;
         const double v = static_cast<double>(delta.delta);
         if (kind == "pause_duration") {
             const double occ = std::min(100.0, v / (dt * 1e6) * 100.0);

@@ -258,3 +258,9 @@ TEST_CASE("pause_direction takes the worst priority and does not double count li
     CHECK(d.worst_priority == "prio4");
     CHECK_FALSE(pause_direction(r, "ens1f0", "tx").frames_per_s);
 }
+
+TEST_CASE("a counter that went down (reset) is not judged: its value after the reset is a lifetime total") {
+    auto out = run_pair(rdma_congestion_rule, with_port(0, counters({{"rp_cnp_handled", 9'000'000}})),
+                        with_port(10, counters({{"rp_cnp_handled", 5'000'000}})));
+    CHECK(out.empty());
+}
