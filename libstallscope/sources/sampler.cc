@@ -34,8 +34,8 @@ Sampler Sampler::for_node(const Roots& roots) {
     s.push_back(make_procfs_source(roots));
     s.push_back(make_ethtool_source(roots));
     s.push_back(make_infiniband_source(roots));
-    s.push_back(make_nvidia_source(roots));
     s.push_back(make_amdgpu_source(roots));
+    s.push_back(make_nvidia_source(roots));
     s.push_back(make_kmsg_source(roots));
     return Sampler(std::move(s));
 }

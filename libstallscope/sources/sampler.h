@@ -15,7 +15,8 @@ namespace stallscope {
 class Sampler {
   public:
     explicit Sampler(std::vector<std::unique_ptr<Source>> sources);
-    // Every source this build has, in dependency order (net/dev before ethtool, GPUs before kmsg).
+    // Every source this build has, in dependency order: net/dev before ethtool, AMD before NVIDIA (so a
+    // missing NVML on an AMD node is not reported), every GPU source before kmsg (Xid -> GPU mapping).
     static Sampler for_node(const Roots& roots);
 
     // One sample stamped with the wall clock and this host's name.

@@ -101,3 +101,14 @@ TEST_CASE("one-shot mode fires no delta rule and says why") {
         says_why = says_why || reason["code"] == "delta_rules_pending";
     CHECK(says_why);
 }
+
+TEST_CASE("an AMD node reports its MI300X GPUs and no complaint about missing NVML") {
+    auto env = node_env("amd-mi300");
+    env.push_back("STALLSCOPE_NVML_LIBRARY=/nonexistent/libnvidia-ml.so.1");
+    const auto r = run_process({STALLSCOPE_EXE, "--json"}, env);
+    REQUIRE(r.exit_code == 0);
+    const Json j = Json::parse(r.out);
+    REQUIRE(j["gpus"].size() == 4);
+    CHECK(j["gpus"][0]["vendor"] == "amd");
+    for (const auto& w : j["warnings"]) CHECK(w.get<std::string>().find("NVIDIA") == std::string::npos);
+}

@@ -1,5 +1,6 @@
 // make_nvidia_source: NVML when libnvidia-ml loads, else the nvidia-smi CLI, else no GPUs and one
 // warning line per snapshot (so a one-shot run says why it shows no NVIDIA GPUs).
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <string>
@@ -23,7 +24,9 @@ class NvidiaSource final : public Source {
             nvml_->sample(snapshot);
         } else if (smi_) {
             smi_->sample(snapshot);
-        } else {
+        } else if (std::none_of(snapshot.gpus.begin(), snapshot.gpus.end(),
+                                [](const Gpu& g) { return g.vendor == "amd"; })) {
+            // On an AMD node (the amdgpu source runs first) a missing NVML is expected, not news.
             snapshot.warnings.push_back(no_gpu_warning_);
         }
     }
