@@ -9,7 +9,7 @@
 namespace stallscope {
 
 class Source {
-public:
+  public:
     virtual ~Source() = default;
     // Short stable name used in collector_failures and warnings: "procfs", "infiniband", "nvml", ...
     virtual std::string_view name() const = 0;
