@@ -48,5 +48,7 @@ start_daemon() {
 
 # expect_line FILE LINE -- the exact line must be in FILE
 expect_line() {
-    grep -qxF -- "$2" "$1" || { grep -F -- "${2%%\{*}" "$1" | head -5 >&2; fail "missing line in $1: $2"; }
+    grep -qxF -- "$2" "$1" && return 0
+    { grep -F -- "${2%%[{ ]*}" "$1" || true; } | head -5 >&2
+    fail "missing line in $(basename "$1"): $2"
 }
