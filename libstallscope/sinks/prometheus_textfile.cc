@@ -153,8 +153,15 @@ const std::string& PrometheusTextfile::render(const Snapshot& snapshot, const Pr
 
 bool PrometheusTextfile::write(const Snapshot& snapshot, const Profile& profile, const Rates* rates,
                                std::string& error) {
+    if (last_write_time_ >= 0 && snapshot.time >= last_write_time_ &&
+        snapshot.time - last_write_time_ < options_.min_interval_seconds) {
+        accumulate_xids(snapshot);
+        return true;
+    }
     const std::string& text = render(snapshot, profile, rates);
-    return write_file_atomically(path_, text, options_.fsync, error);
+    if (!write_file_atomically(path_, text, options_.fsync, error)) return false;
+    last_write_time_ = snapshot.time;
+    return true;
 }
 
 void PrometheusTextfile::remove() {

@@ -71,6 +71,10 @@ struct PrometheusTextfileOptions {
     // fsync before rename. Off by default: the file is regenerated every interval and readers only need
     // rename atomicity; a 1 Hz fsync would add writeback stalls on the node disk we are measuring.
     bool fsync = false;
+    // Skip writes closer than this to the previous one (Xid totals still accumulate). Rendering +
+    // writing a DGX-sized file costs ~0.5-1 ms, most of the helper's 0.1 %-of-a-core budget at 1 s;
+    // node_exporter is scraped every 15-60 s, so the per-step helper can use e.g. 10 s. 0 = every sample.
+    double min_interval_seconds = 0;
 };
 
 class PrometheusTextfile {
@@ -81,6 +85,7 @@ class PrometheusTextfile {
     PrometheusTextfile& operator=(const PrometheusTextfile&) = delete;
 
     // Render and replace the file. Returns false with `error` set (the old file is left intact).
+    // Within options.min_interval_seconds of the last successful write it only accumulates Xids.
     bool write(const Snapshot& snapshot, const Profile& profile, const Rates* rates, std::string& error);
     // Delete the file (and a temp file of ours); for the per-step helper at step end. Idempotent.
     void remove();
@@ -100,6 +105,7 @@ class PrometheusTextfile {
     std::unique_ptr<textfile::Entities> entities_;   // reused per sample
     std::map<std::string, GpuXidTotal> xid_totals_;  // gpu_key -> totals since this sink started
     double last_xid_time_ = -1;
+    double last_write_time_ = -1;
 };
 
 }  // namespace stallscope

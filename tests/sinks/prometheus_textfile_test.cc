@@ -265,3 +265,22 @@ TEST_CASE("A symlink planted at the temp name is not followed") {
     CHECK_FALSE(sink.write(Snapshot{}, Profile{}, nullptr, error));
     CHECK(slurp(victim) == "keep");
 }
+
+TEST_CASE("min_interval_seconds skips writes in between but keeps counting Xids") {
+    TempDir dir;
+    const fs::path file = dir.path / "s.prom";
+    PrometheusTextfile sink(file.string(), {}, {.min_interval_seconds = 10});
+    Snapshot s = test::full_snapshot(1000, {.gpus = 1, .rdma_ports = 0, .interfaces = 0});
+    std::string error;
+    REQUIRE(sink.write(s, {}, nullptr, error));
+    s.time = 1005;
+    s.gpus[0].xid = {31};
+    REQUIRE(sink.write(s, {}, nullptr, error));  // skipped
+    CHECK(test::parse_exposition(slurp(file)).find("stallscope_sample_timestamp_seconds")[0]->value == 1000);
+    s.time = 1010;
+    s.gpus[0].xid.clear();
+    REQUIRE(sink.write(s, {}, nullptr, error));
+    auto parsed = test::parse_exposition(slurp(file));
+    CHECK(parsed.find("stallscope_sample_timestamp_seconds")[0]->value == 1010);
+    CHECK(parsed.find("stallscope_gpu_xid_errors_total")[0]->value == 1);
+}
