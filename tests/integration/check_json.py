@@ -41,8 +41,12 @@ def main(argv):
             i += 1
     docs = []
     for path in files:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
+        try:
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+        except OSError as e:
+            print(f"{path}: {e.strerror}")
+            return 1
         if path.endswith(".jsonl"):
             lines = text.splitlines()
             for n, line in enumerate(lines):

@@ -50,7 +50,7 @@ check() { local what=$1; shift; if "$@"; then ok "$what"; else bad "$what"; fi; 
 W=$D/work/run-$$
 mkdir -p "$W" && chmod 1777 "$W"
 # Job environment: never inherit a STALLSCOPE from whoever runs the tests; fake NVML if built.
-JOBENV=(env -u STALLSCOPE -u SLURM_SPANK__SLURM_SPANK_OPTION_stallscope_stallscope)
+JOBENV=(-u STALLSCOPE -u SLURM_SPANK__SLURM_SPANK_OPTION_stallscope_stallscope)
 # (The STALLSCOPE_* variables reach the helper through the plugin's env allowlist.)
 NVML_FIXTURE=$REPO/fixtures/nodes/dgx-h100/nvml.json
 if [ -n "$FAKE_NVML" ] && [ -f "$FAKE_NVML" ] && [ -f "$NVML_FIXTURE" ]; then
@@ -61,7 +61,7 @@ as_user() {
     local dir=$1
     shift
     [ -d "$dir" ] || { mkdir -p "$dir" && chown "$U" "$dir"; }
-    runuser -u "$U" -- "${JOBENV[@]}" -C "$dir" "$@"
+    runuser -u "$U" -- env -C "$dir" "${JOBENV[@]}" "$@"
 }
 # A job's helper, recognised by its output dir (other tests' jobs, e.g. the time-limit one, run
 # concurrently); without an argument any helper of the user.
