@@ -126,6 +126,19 @@ void port_stats(const NodeRecording& node, std::vector<PortStats>& out) {
     }
 }
 
+// As in a node's verdict: reasons that set the label first, then other warnings, then info; earliest
+// first inside each group (the root cause before its symptoms).
+void order_reasons(StepVerdict& v) {
+    auto group = [&](const ReasonSummary& r) {
+        if (r.reason.label == v.label) return 0;
+        return r.reason.severity == "info" ? 2 : 1;
+    };
+    std::stable_sort(v.reasons.begin(), v.reasons.end(), [&](const ReasonSummary& a, const ReasonSummary& b) {
+        if (group(a) != group(b)) return group(a) < group(b);
+        return a.reason.first_seen < b.reason.first_seen;
+    });
+}
+
 void merge_verdicts(JobReport& job) {
     StepVerdict& v = job.verdict;
     int best_rank = -1;
@@ -164,37 +177,77 @@ void merge_verdicts(JobReport& job) {
         v.worst_port.empty() ? "" : (job.nodes.size() > 1 ? worst->host + ":" : "") + v.worst_port;
 }
 
-void find_stragglers(JobReport& job) {
+// A node whose GPUs run well below its peers' (30 %) holds back every collective of the job; no single
+// node's verdict can see that, so it becomes a job-level reason here.
+void find_straggler_node(JobReport& job) {
     std::vector<double> node_utils;
-    for (const auto& n : job.nodes)
-        if (n.mean_gpu_util_pct >= 0) node_utils.push_back(n.mean_gpu_util_pct);
-    const double node_median = median(node_utils);
     const NodeRecording* slowest = nullptr;
-    for (const auto& n : job.nodes)
-        if (n.mean_gpu_util_pct >= 0 && (!slowest || n.mean_gpu_util_pct < slowest->mean_gpu_util_pct))
-            slowest = &n;
-    // A straggler is well below its peers (30 %), not merely the lowest of a healthy group.
-    if (slowest && node_utils.size() >= 2 && node_median > 20 &&
-        slowest->mean_gpu_util_pct < 0.7 * node_median)
-        job.straggler_node = slowest->host;
-    std::vector<double> gpu_utils;
-    for (const auto& g : job.gpus) gpu_utils.push_back(g.mean_util_pct);
-    const double gpu_median = median(gpu_utils);
-    const GpuStats* lowest = nullptr;
-    for (const auto& g : job.gpus)
-        if (!lowest || g.mean_util_pct < lowest->mean_util_pct) lowest = &g;
-    if (lowest && gpu_utils.size() >= 2 && gpu_median > 20 && lowest->mean_util_pct < 0.7 * gpu_median)
-        job.straggler_gpu =
-            lowest->host + ":" + (lowest->uuid.empty() ? std::to_string(lowest->index) : lowest->uuid);
-    if (job.worst_port.empty()) {
-        const PortStats* p = nullptr;
-        for (const auto& s : job.ports)
-            if (s.loss_per_million_packets + s.cnp_per_second + s.pause_occupancy * 1e4 > 0 &&
-                (!p || s.loss_per_million_packets + s.cnp_per_second + s.pause_occupancy * 1e4 >
-                           p->loss_per_million_packets + p->cnp_per_second + p->pause_occupancy * 1e4))
-                p = &s;
-        if (p) job.worst_port = (job.nodes.size() > 1 ? p->host + ":" : "") + p->port;
+    for (const auto& n : job.nodes) {
+        if (n.mean_gpu_util_pct < 0) continue;
+        node_utils.push_back(n.mean_gpu_util_pct);
+        if (!slowest || n.mean_gpu_util_pct < slowest->mean_gpu_util_pct) slowest = &n;
     }
+    const double node_median = median(node_utils);
+    if (!slowest || node_utils.size() < 2 || node_median <= 20 ||
+        slowest->mean_gpu_util_pct >= 0.7 * node_median)
+        return;
+    job.straggler_node = slowest->host;
+    ReasonSummary r;
+    r.reason.code = "node_straggler";
+    r.reason.category = "gpu";
+    r.reason.severity = "warning";
+    r.reason.label = kLabelSlow;
+    r.reason.subject = slowest->host;
+    char msg[256];
+    std::snprintf(
+        msg, sizeof msg,
+        "%s: GPUs at %.0f %% mean utilization while the job's nodes run at %.0f %% (median) - this node "
+        "holds back every collective",
+        slowest->host.c_str(), slowest->mean_gpu_util_pct, node_median);
+    r.reason.message = msg;
+    r.reason.evidence = {{"node_util_pct", slowest->mean_gpu_util_pct},
+                         {"median_node_util_pct", node_median},
+                         {"threshold_frac_of_median", 0.7}};
+    r.reason.first_seen = slowest->replay.verdict.start_time;
+    r.last_seen = slowest->replay.verdict.end_time;
+    r.samples = slowest->replay.verdict.samples;
+    r.duration_seconds = slowest->replay.verdict.duration_seconds();
+    r.share = job.verdict.duration_seconds() > 0 ? r.duration_seconds / job.verdict.duration_seconds() : 0;
+    job.verdict.reasons.push_back(std::move(r));
+    if (label_rank(job.verdict.label) < label_rank(kLabelSlow)) {
+        job.verdict.label = kLabelSlow;
+        job.verdict.bottleneck_hint = "compute";
+        job.worst_node = slowest->host;
+    }
+}
+
+// A GPU well below the other GPUs of its own node (a whole slow node is the straggler node instead).
+void find_straggler_gpu(JobReport& job) {
+    std::map<std::string, std::vector<const GpuStats*>> by_host;
+    for (const auto& g : job.gpus) by_host[g.host].push_back(&g);
+    double worst_gap = 0;
+    for (const auto& [host, gpus] : by_host) {
+        std::vector<double> utils;
+        for (const auto* g : gpus) utils.push_back(g->mean_util_pct);
+        const double m = median(utils);
+        for (const auto* g : gpus)
+            if (gpus.size() >= 2 && m > 20 && g->mean_util_pct < 0.7 * m &&
+                m - g->mean_util_pct > worst_gap) {
+                worst_gap = m - g->mean_util_pct;
+                job.straggler_gpu = host + ":" + (g->uuid.empty() ? std::to_string(g->index) : g->uuid);
+            }
+    }
+}
+
+void find_worst_port(JobReport& job) {
+    if (!job.worst_port.empty()) return;
+    auto score = [](const PortStats& s) {
+        return s.loss_per_million_packets + s.cnp_per_second + s.pause_occupancy * 1e4;
+    };
+    const PortStats* worst = nullptr;
+    for (const auto& s : job.ports)
+        if (score(s) > 0 && (!worst || score(s) > score(*worst))) worst = &s;
+    if (worst) job.worst_port = (job.nodes.size() > 1 ? worst->host + ":" : "") + worst->port;
 }
 
 void write_notes(JobReport& job) {
@@ -268,7 +321,11 @@ JobReport build_job_report(const std::vector<std::string>& inputs) {
         job.nodes.push_back(std::move(node));
     }
     merge_verdicts(job);
-    find_stragglers(job);
+    find_straggler_node(job);
+    find_straggler_gpu(job);
+    find_worst_port(job);
+    order_reasons(job.verdict);
+    if (job.nodes.size() > 1) job.verdict.worst_port = job.worst_port;
     write_notes(job);
     return job;
 }

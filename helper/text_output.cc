@@ -14,7 +14,11 @@ std::string evidence_text(const Evidence& evidence) {
         out += key + "=";
         if (const double* d = std::get_if<double>(&value)) {
             char buf[32];
-            std::snprintf(buf, sizeof buf, "%.4g", *d);
+            // Counts stay exact ("4000000", not "4e+06"); fractions keep 4 significant digits.
+            if (std::floor(*d) == *d && std::fabs(*d) < 1e15)
+                std::snprintf(buf, sizeof buf, "%.0f", *d);
+            else
+                std::snprintf(buf, sizeof buf, "%.4g", *d);
             out += buf;
         } else {
             out += std::get<std::string>(value);
@@ -55,10 +59,10 @@ std::string verdict_text(const StepVerdict& v) {
     for (const auto& u : v.unknown_reasons) out += "  unknown: " + u + "\n";
     int n = 0;
     for (const auto& s : v.reasons) {
-        char line[128];
-        std::snprintf(line, sizeof line, "  %d. [%s] %s (%.0f%% of the step, first at %s)\n", ++n,
-                      s.reason.severity.c_str(), s.reason.code.c_str(), s.share * 100.0,
-                      format_rfc3339(s.reason.first_seen).c_str());
+        char line[384];
+        std::snprintf(line, sizeof line, "  %d. [%s] %s%s%s (%.0f%% of the step, first at %s)\n", ++n,
+                      s.reason.severity.c_str(), s.reason.code.c_str(), s.reason.subject.empty() ? "" : " @ ",
+                      s.reason.subject.c_str(), s.share * 100.0, format_rfc3339(s.reason.first_seen).c_str());
         out += line;
         out += "     " + s.reason.message + "\n";
         if (!s.reason.evidence.empty()) out += "     evidence: " + evidence_text(s.reason.evidence) + "\n";

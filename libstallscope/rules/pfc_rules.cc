@@ -102,9 +102,10 @@ void PfcRule::evaluate(const RuleInput& in, std::vector<Finding>& out) {
         };
         auto describe = [&](const PauseDirection& p, double occ_threshold, int run) {
             if (p.occupancy_pct)
-                return fmt_num(*p.occupancy_pct) + " % of the time paused" +
-                       (p.worst_priority.empty() ? "" : " on " + p.worst_priority) + " (threshold " +
-                       fmt_num(occ_threshold) + " %)";
+                return fmt_num(*p.occupancy_pct) + " % of the time" +
+                       (p.worst_priority.empty() || p.worst_priority == "link" ? ""
+                                                                               : " on " + p.worst_priority) +
+                       " (threshold " + fmt_num(occ_threshold) + " %)";
             return fmt_num(p.frames_per_s.value_or(0)) + " pause frames/s for " + std::to_string(run) +
                    "+ intervals (threshold " + fmt_num(in.t.pfc_pause_frames_per_s) + "/s)";
         };

@@ -1,0 +1,70 @@
+// `stallscope report` on a recorded 4-node job (fixtures/timelines/job-4242, see make_multinode_job.py).
+#include <doctest/doctest.h>
+
+#include "libstallscope/model/snapshot_json.h"
+#include "tests/support/run_process.h"
+
+using namespace stallscope;
+using stallscope::test::run_process;
+
+namespace {
+const std::string kJobDir = std::string(STALLSCOPE_FIXTURES_DIR) + "/timelines/job-4242";
+}
+
+TEST_CASE("report on a 4-node job names the straggler node, the worst port and the worst node") {
+    const auto r = run_process({STALLSCOPE_EXE, "report", kJobDir, "--json"});
+    REQUIRE(r.exit_code == 0);
+    const Json j = Json::parse(r.out);
+    CHECK(j["job_id"] == "4242");
+    CHECK(j["user"] == "alice");
+    CHECK(j["nodes"].size() == 4);
+    CHECK(j["gpus"].size() == 32);
+    CHECK(j["straggler_node"] == "gpu-node-03");
+    CHECK(j["worst_port"] == "gpu-node-02:mlx5_3/1");
+    CHECK(j["worst_node"] == "gpu-node-02");
+    CHECK(j["straggler_gpu"] == "");  // the whole node is slow, not one GPU of it
+    const Json& v = j["verdict"];
+    CHECK(v["label"] == "FAIL_RISK");
+    REQUIRE(v["reasons"].size() >= 3);
+    CHECK(v["reasons"][0]["code"] == "fabric_packet_loss");
+    CHECK(v["reasons"][0]["subject"] == "gpu-node-02:mlx5_3/1");
+    bool straggler_reason = false;
+    for (const auto& reason : v["reasons"])
+        straggler_reason = straggler_reason || reason["code"] == "node_straggler";
+    CHECK(straggler_reason);
+    // The per-port table carries the numbers behind it.
+    bool found_port = false;
+    for (const auto& p : j["ports"])
+        if (p["host"] == "gpu-node-02" && p["port"] == "mlx5_3/1") {
+            found_port = true;
+            CHECK(p["pause_occupancy"] == doctest::Approx(0.30).epsilon(0.001));
+            CHECK(p["loss_per_million_packets"] == doctest::Approx(225).epsilon(0.001));
+        }
+    CHECK(found_port);
+}
+
+TEST_CASE("the text report reads like jobstats: header, verdict, notes, per-GPU bars, per-port table") {
+    const auto r = run_process({STALLSCOPE_EXE, "report", kJobDir});
+    REQUIRE(r.exit_code == 0);
+    for (const char* text :
+         {"Job 4242 (llama-70b-pretrain) user alice: 4 node(s), 32 GPU(s)", "Verdict: FAIL_RISK",
+          "PFC pause occupancy 30 % on mlx5_3/1 (gpu-node-02)", "straggler node: gpu-node-03", "####",
+          "Fabric ports:", "worst port: gpu-node-02:mlx5_3/1"})
+        CHECK_MESSAGE(r.out.find(text) != std::string::npos, text);
+}
+
+TEST_CASE("a healthy single node gives no straggler and no notes") {
+    const auto r =
+        run_process({STALLSCOPE_EXE, "report", kJobDir + "/timeline.0.gpu-node-01.jsonl", "--json"});
+    REQUIRE(r.exit_code == 0);
+    const Json j = Json::parse(r.out);
+    CHECK(j["verdict"]["label"] == "FAST");
+    CHECK(j["straggler_node"] == "");
+    CHECK(j["notes"].empty());
+}
+
+TEST_CASE("report on a directory without timelines fails with a clear message") {
+    const auto r = run_process({STALLSCOPE_EXE, "report", std::string(STALLSCOPE_FIXTURES_DIR) + "/nodes"});
+    CHECK(r.exit_code == 1);
+    CHECK(r.err.find("no timeline.*.jsonl files") != std::string::npos);
+}
