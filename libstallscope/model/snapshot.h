@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "libstallscope/model/nccl.h"
+
 namespace stallscope {
 
 inline constexpr const char* kSnapshotSchema = "stallscope.snapshot/1";
@@ -102,6 +104,7 @@ struct Snapshot {
     std::vector<RdmaPort> rdma;
     std::vector<Gpu> gpus;
     std::vector<XidEvent> xid_events;
+    NcclState nccl;  // RAS / Inspector / log / nccl-tests evidence of this sample (model/nccl.h)
     std::vector<std::string> warnings;  // one per missing/unreadable/garbage input, naming the file/device
     // Collectors that failed or overran their deadline this sample (name -> why); drives UNKNOWN.
     std::map<std::string, std::string> collector_failures;

@@ -5,6 +5,7 @@
 #include <ctime>
 
 #include "libstallscope/model/json_fields.h"
+#include "libstallscope/model/nccl_json.h"
 
 namespace stallscope {
 namespace {
@@ -319,6 +320,7 @@ Json to_json(const Snapshot& s) {
                                        {"gpu_index", e.gpu_index},
                                        {"severity", e.severity},
                                        {"message", e.message}});
+    if (!s.nccl.empty()) o["nccl"] = nccl_to_json(s.nccl);
     o["collector_failures"] = Json::object();
     for (const auto& [k, v] : s.collector_failures) o["collector_failures"][k] = v;
     o["warnings"] = s.warnings;
@@ -398,6 +400,7 @@ Snapshot snapshot_from_json(const Json& object, std::vector<std::string>& proble
     s.rdma = read_array<RdmaPort>(r, "rdma", read_rdma);
     s.gpus = read_array<Gpu>(r, "gpus", read_gpu);
     s.xid_events = read_array<XidEvent>(r, "xid_events", read_xid);
+    if (const Json* n = r.find("nccl"); n && n->is_object()) s.nccl = nccl_from_json(*n, problems);
     if (const Json* f = r.find("collector_failures"); f && f->is_object())
         for (auto it = f->begin(); it != f->end(); ++it)
             s.collector_failures[it.key()] = it->is_string() ? it->get<std::string>() : it->dump();

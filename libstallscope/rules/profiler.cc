@@ -68,6 +68,12 @@ std::vector<Finding> Profiler::run_rules(const RuleInput& in) {
     cc_misconfig_rule(in, out);
     pfc_.evaluate(in, out);
     interface_errors_rule(in, out);
+    // nccl (RAS, Inspector, logs, nccl-tests)
+    nccl_ras_rule(in, out);
+    nccl_hang_.evaluate(in, out);
+    nccl_inspector_.evaluate(in, out);
+    nccl_log_rule(in, out);
+    nccl_test_rule(in, out);
     // gpu
     xid_rule(in, out);
     gpu_ecc_rule(in, out);

@@ -10,6 +10,7 @@
 #include "libstallscope/rules/fabric_rules.h"
 #include "libstallscope/rules/gpu_window_rules.h"
 #include "libstallscope/rules/host_rules.h"
+#include "libstallscope/rules/nccl_rules.h"
 #include "libstallscope/rules/pfc_rules.h"
 #include "libstallscope/rules/thresholds.h"
 #include "libstallscope/rules/verdict.h"
@@ -43,6 +44,8 @@ class Profiler {
     StragglerRule straggler_;
     BlockedProcessesRule blocked_;
     StaleTelemetryRule stale_;
+    NcclHangRule nccl_hang_;
+    NcclInspectorRule nccl_inspector_;
     VerdictAccumulator verdict_;
 };
 

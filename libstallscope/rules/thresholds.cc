@@ -54,6 +54,11 @@ constexpr std::array kKeys = {
     ThresholdKey{"mem_available_low_pct", &Thresholds::mem_available_low_pct, 0, 100},
     ThresholdKey{"procs_blocked_max", &Thresholds::procs_blocked_max, 0, kInf},
     ThresholdKey{"procs_blocked_min_samples", &Thresholds::procs_blocked_min_samples, 1, 1e6},
+    ThresholdKey{"nccl_hang_min_seconds", &Thresholds::nccl_hang_min_seconds, 0, kInf},
+    ThresholdKey{"nccl_straggler_min_instances", &Thresholds::nccl_straggler_min_instances, 1, 1e6},
+    ThresholdKey{"nccl_straggler_min_share", &Thresholds::nccl_straggler_min_share, 0, 1},
+    ThresholdKey{"nccl_busbw_drop_pct", &Thresholds::nccl_busbw_drop_pct, 0, 100},
+    ThresholdKey{"nccl_busbw_min_records", &Thresholds::nccl_busbw_min_records, 1, 1e6},
     ThresholdKey{"stale_seconds", &Thresholds::stale_seconds, 0, kInf},
     ThresholdKey{"stale_min_samples", &Thresholds::stale_min_samples, 1, 1e6},
 };

@@ -105,6 +105,21 @@ struct Thresholds {
     double procs_blocked_max = 8;
     double procs_blocked_min_samples = 5;
 
+    // ---- nccl (RAS / Inspector, research/nccl-rccl-observability.md 1.9, 2.8) ----
+    // A collective-count mismatch with the same lagging ranks at the same counts, over >= 2 RAS polls,
+    // held this long -> nccl_collective_hang. Transient mismatches clear within one poll (RAS docs);
+    // Ray Train confirms after ~10 min before acting, we warn after two 60 s polls.
+    double nccl_hang_min_seconds = 120;
+    // Inspector straggler: joined collective instances with a significant arrival skew in the window ...
+    double nccl_straggler_min_instances = 8;
+    // ... of which the same rank arrived last in at least this share (random jitter spreads ~1/n).
+    double nccl_straggler_min_share = 0.6;
+    // Median bus bandwidth of a (comm, collective, size) this many % below the step's best -> SLOW
+    // (research notes 2.8: < 0.7x baseline).
+    double nccl_busbw_drop_pct = 30;
+    // ... judged only on ranks with at least this many records in the sample (one op is noise).
+    double nccl_busbw_min_records = 4;
+
     // ---- telemetry ----
     // A whole counter family (all RDMA counters, a GPU's energy) that moved earlier in the step and then
     // stayed frozen this long while samples kept coming is a stuck collector, not a quiet node.

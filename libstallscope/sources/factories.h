@@ -24,5 +24,7 @@ std::unique_ptr<Source> make_nvidia_source(const Roots& roots);
 std::unique_ptr<Source> make_amdgpu_source(const Roots& roots);
 // NVIDIA Xid lines from <dev>/kmsg, mapped to GPUs by PCI bus id; runs after the GPU sources.
 std::unique_ptr<Source> make_kmsg_source(const Roots& roots);
+// NCCL/RCCL: RAS STATUS/MONITOR (node 0), Inspector JSONL, NCCL/PyTorch logs (sources/nccl/nccl_source.h).
+std::unique_ptr<Source> make_nccl_source(const Roots& roots);
 
 }  // namespace stallscope

@@ -37,6 +37,7 @@ Sampler Sampler::for_node(const Roots& roots) {
     s.push_back(make_amdgpu_source(roots));
     s.push_back(make_nvidia_source(roots));
     s.push_back(make_kmsg_source(roots));
+    s.push_back(make_nccl_source(roots));
     return Sampler(std::move(s));
 }
 

@@ -1,0 +1,60 @@
+// NCCL / RCCL rules (category "nccl"): RAS reports and MONITOR events, Inspector statistics, log events,
+// and the nccl-tests smoke run of Snapshot::nccl. Evidence semantics: research notes 1.9, 2.8, 5.4.
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "libstallscope/rules/finding.h"
+
+namespace stallscope {
+
+// nccl_rank_dead (FAIL_RISK): a RAS DEAD process / considered_dead missing rank, or a MONITOR PEER_DEAD
+// event. nccl_rank_missing (FAIL_RISK): ranks that did not answer the RAS collective (INCOMPLETE).
+// nccl_async_error (FAIL_RISK): ranks with an asynchronous/initialisation error or an aborted
+// communicator.
+void nccl_ras_rule(const RuleInput& in, std::vector<Finding>& out);
+
+// From the log scan: nccl_ib_completion_error (IB/RoCE work completion error, e.g. status=12 retry
+// exceeded), nccl_ib_async_fatal, nccl_watchdog_timeout (PyTorch collective timeout), nccl_watchdog_stuck
+// (heartbeat monitor), nccl_error (NCCL error surfaced to the framework): all FAIL_RISK.
+void nccl_log_rule(const RuleInput& in, std::vector<Finding>& out);
+
+// nccl_test_failed (FAIL_RISK) when the all_reduce_perf smoke run failed (exit code mapped to a reason,
+// #wrong > 0); nccl_test_result (info) with its bus bandwidth when it passed.
+void nccl_test_rule(const RuleInput& in, std::vector<Finding>& out);
+
+// nccl_collective_hang (FAIL_RISK): the same ranks stay behind on the same collective launch count
+// across RAS polls, without progress, for nccl_hang_min_seconds. The lagging ranks have not launched the
+// next collective (stuck in compute, data loading, a dead GPU or host); the others wait inside it. A
+// mismatch that clears on the next poll is normal and never fires.
+class NcclHangRule {
+  public:
+    void evaluate(const RuleInput& in, std::vector<Finding>& out);
+
+  private:
+    struct Lag {
+        std::vector<std::pair<int, std::uint64_t>> laggards;
+        int unlisted = 0;
+        std::uint64_t max_count = 0;
+        double since = 0;
+        int polls = 0;
+    };
+    std::map<std::string, Lag> lags_;  // comm hash + '/' + function
+};
+
+// nccl_straggler_rank (SLOW): the Inspector join names a rank that arrived last in at least
+// nccl_straggler_min_share of >= nccl_straggler_min_instances collective instances.
+// nccl_busbw_drop (SLOW): the median bus bandwidth of a (communicator, collective, message size) fell
+// nccl_busbw_drop_pct below the best median seen earlier in the step.
+class NcclInspectorRule {
+  public:
+    void evaluate(const RuleInput& in, std::vector<Finding>& out);
+
+  private:
+    std::map<std::string, double> best_busbw_;
+};
+
+}  // namespace stallscope
