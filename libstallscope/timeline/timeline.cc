@@ -14,6 +14,12 @@ namespace {
 // filesystems (a sync per second per node is real load on Lustre/NFS).
 constexpr int kSyncEveryLines = 10;
 
+// A string member, "" when absent or of another type (Json::value throws on {"type": 1}).
+std::string string_member(const Json& object, const char* key) {
+    const auto it = object.find(key);
+    return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
 }  // namespace
 
 TimelineWriter::~TimelineWriter() {
@@ -95,14 +101,14 @@ bool read_timeline(const std::string& path, TimelineContents& out, std::string& 
                                         : ": not a JSON object, skipped"));
             continue;
         }
-        const std::string type = line.value("type", "");
+        const std::string type = string_member(line, "type");
         if (type == "header") {
             out.header = std::move(line);
         } else if (type == "verdict") {
             out.recorded_verdict = std::move(line);
         } else if (type == "event") {
             out.events.push_back(std::move(line));
-        } else if (type == "sample" || line.value("schema", "") == kSnapshotSchema) {
+        } else if (type == "sample" || string_member(line, "schema") == kSnapshotSchema) {
             std::vector<std::string> problems;
             out.samples.push_back(snapshot_from_json(line, problems));
             for (const auto& p : problems)

@@ -34,9 +34,13 @@ run_one() {
     local name="$1"
     local corpus="$work/corpus/$name" artifacts="$work/artifacts/$name/"
     mkdir -p "$corpus" "$artifacts"
+    local dict=()
+    case "$name" in
+        snapshot_json | timeline) dict=(-dict="$repo/tests/fuzz/json.dict") ;;
+    esac
     # -rss_limit_mb bounds a runaway allocation; -timeout flags a hang (any single input over 10 s).
     "$build/tests/fuzz/fuzz_$name" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
-        -print_final_stats=1 -artifact_prefix="$artifacts" "$corpus" "$repo/tests/fuzz/corpus/$name" \
+        -print_final_stats=1 -artifact_prefix="$artifacts" "${dict[@]}" "$corpus" "$repo/tests/fuzz/corpus/$name" \
         >"$work/$name.log" 2>&1
 }
 

@@ -71,6 +71,24 @@ TEST_CASE("periodic --json output (plain snapshot lines) reads as samples too") 
     CHECK(c.samples[0].time == 1795323600.0);
 }
 
+TEST_CASE(
+    "a line whose type or schema is not a string is skipped with a warning, not thrown (fuzz finding)") {
+    const std::string path = temp_path("timeline.0.n4.jsonl");
+    std::ofstream(path) << R"({"type":1})"
+                        << "\n"
+                        << R"({"schema":["stallscope.snapshot/1"]})"
+                        << "\n"
+                        << R"({"type":"sample","unix_time":2,"host":"n4"})"
+                        << "\n";
+    TimelineContents c;
+    std::string error;
+    REQUIRE(read_timeline(path, c, error));
+    CHECK(c.samples.size() == 1);
+    REQUIRE(c.warnings.size() == 2);
+    CHECK(c.warnings[0].find(":1: unknown line type") != std::string::npos);
+    CHECK(c.warnings[1].find(":2: unknown line type") != std::string::npos);
+}
+
 TEST_CASE("a missing timeline is an error, not an empty result") {
     TimelineContents c;
     std::string error;
