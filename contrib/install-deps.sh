@@ -12,7 +12,7 @@ packages=(
   # the private Slurm cluster (tests/integration, README demo)
   slurmctld slurmd slurmdbd slurm-client munge mariadb-server slurm-wlm-mysql-plugin
   # real Prometheus parts the sink tests talk to
-  prometheus-node-exporter prometheus-alertmanager prometheus
+  prometheus-node-exporter prometheus-alertmanager prometheus curl
 )
 
 if [ "$(id -u)" -ne 0 ]; then
@@ -38,8 +38,8 @@ if [ ! -e "$policy" ]; then
 fi
 trap '[ "$created_policy" = 1 ] && rm -f "$policy"' EXIT
 export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${missing[@]}" >/tmp/stallscope-apt.log 2>&1 || {
+apt-get -o DPkg::Lock::Timeout=600 update -qq
+apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}" >/tmp/stallscope-apt.log 2>&1 || {
   tail -30 /tmp/stallscope-apt.log >&2
   exit 1
 }

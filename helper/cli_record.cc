@@ -151,9 +151,9 @@ int run_record(int argc, char** argv, int first) {
         snap = sampler.sample();
     }
 
-    // Stop path: bounded work only (the plugin waits at most stop_timeout, then SIGKILLs).
+    // Stop path: bounded work only (the plugin waits at most stop_timeout, then SIGKILLs). The verdict is
+    // written first; resolving alerts (up to a few seconds on a slow Alertmanager) comes after it.
     const StepVerdict verdict = profiler.verdict();
-    sinks.close();
     for (const auto& w : sinks.warnings()) warnings.push_back(w);
     Json verdict_line{{"type", "verdict"}};
     const Json verdict_fields = to_json(verdict);
@@ -164,6 +164,7 @@ int run_record(int argc, char** argv, int first) {
             verdict_path, verdict_document(header, verdict, timeline_path, warnings).dump(2) + "\n", error))
         std::fprintf(stderr, "stallscope: verdict: %s\n", error.c_str());
     write_segment(liveness_fd, compose_comment_segment(verdict, gpu_count, snap.host, verdict_path));
+    sinks.close();
     return 0;
 }
 

@@ -22,7 +22,11 @@ OutputSinks::OutputSinks(const ParsedArgs& args, bool remove_textfile_at_exit)
     impl_->remove_textfile = remove_textfile_at_exit;
     if (auto path = args.value("prometheus-textfile")) {
         if (path->empty()) throw UsageError("--prometheus-textfile needs a file path");
-        impl_->textfile = std::make_unique<PrometheusTextfile>(*path, Labels{});
+        PrometheusTextfileOptions options;
+        // The per-step helper may sample every second; a textfile is scraped every 15-60 s, so the helper
+        // rewrites it at most every 10 s (most of its CPU budget otherwise). The CLI writes every sample.
+        if (remove_textfile_at_exit) options.min_interval_seconds = 10;
+        impl_->textfile = std::make_unique<PrometheusTextfile>(*path, Labels{}, options);
     }
     if (auto url = args.value("alert-webhook-url")) {
 #if STALLSCOPE_HAVE_CURL

@@ -3,7 +3,7 @@
 # tests: munge, MariaDB, slurmdbd, slurmctld, slurmd with 4 fake GPUs (gres File=/dev/tty[0-3]) and the
 # stallscope SPANK plugin in plugstack.conf. State, configs and logs live in STALLSCOPE_CLUSTER_DIR
 # (default /tmp/stallscope-cluster); ports STALLSCOPE_CLUSTER_PORT_BASE..+3 (default 17817-17820).
-# Idempotent: daemons already running are left alone. Installs nothing (see install-deps.sh).
+# Idempotent: daemons already running are left alone. Installs nothing (see contrib/install-deps.sh).
 #
 #   STALLSCOPE_PLUGIN=/path/stallscope.so  STALLSCOPE_HELPER=/path/stallscope  contrib/dev-cluster/up.sh
 #   . contrib/dev-cluster/env.sh      # SLURM_CONF for sinfo/srun/sbatch/sacct in your shell
@@ -17,10 +17,10 @@ t0=$(date +%s)
 [ "$(id -u)" -eq 0 ] || die "must run as root (it starts slurmd and switches job uids)"
 for b in munged mariadbd mariadb-install-db mariadb slurmdbd slurmctld slurmd sacctmgr sinfo srun sbatch; do
     command -v "$b" >/dev/null 2>&1 || PATH=$PATH:/usr/sbin:/sbin command -v "$b" >/dev/null 2>&1 ||
-        die "'$b' not found; run contrib/dev-cluster/install-deps.sh (as root) first"
+        die "'$b' not found; run contrib/install-deps.sh (as root) first"
 done
 [ -f /usr/lib/x86_64-linux-gnu/slurm-wlm/accounting_storage_mysql.so ] ||
-    die "slurm-wlm-mysql-plugin missing; run contrib/dev-cluster/install-deps.sh"
+    die "slurm-wlm-mysql-plugin missing; run contrib/install-deps.sh"
 PATH=$PATH:/usr/sbin:/sbin
 
 newest() { ls -t $1 2>/dev/null | head -n 1; }

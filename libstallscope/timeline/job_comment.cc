@@ -1,5 +1,6 @@
 #include "libstallscope/timeline/job_comment.h"
 
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <sstream>
@@ -67,8 +68,13 @@ std::optional<CommentSegment> parse_comment_segment(const std::string& comment) 
     std::istringstream in(comment.substr(start + std::string(kCommentPrefix).size()));
     CommentSegment seg;
     if (!(in >> seg.label)) return std::nullopt;
+    // sacctmgr (22.05) lowercases the comments it sets, so the post-job epilog path stores "slow".
+    for (char& c : seg.label) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
     std::string word;
     while (in >> word) {
+        // The plugin joins segments of different tools with "; " (spank/comment.h): a ';' ends ours.
+        const bool last = !word.empty() && word.back() == ';';
+        if (last) word.pop_back();
         const auto eq = word.find('=');
         if (eq == std::string::npos) break;  // end of our segment: another tool's text follows
         const std::string key = word.substr(0, eq), value = word.substr(eq + 1);
@@ -90,6 +96,7 @@ std::optional<CommentSegment> parse_comment_segment(const std::string& comment) 
         } catch (const std::exception&) {
             break;  // a foreign "key=garbage": stop, keep what we have
         }
+        if (last) break;
     }
     return seg;
 }

@@ -14,7 +14,7 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 for b in slurmctld slurmd slurmdbd mariadbd munged sacct sbatch srun python3; do
     if ! PATH=$PATH:/usr/sbin:/sbin command -v "$b" >/dev/null 2>&1; then
-        echo "skipped: '$b' not installed; run contrib/dev-cluster/install-deps.sh as root"
+        echo "skipped: '$b' not installed; run contrib/install-deps.sh as root"
         exit 77
     fi
 done

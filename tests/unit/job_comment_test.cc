@@ -63,3 +63,19 @@ TEST_CASE("comments without our segment, or with garbage after it, parse safely"
     CHECK(seg->label == "FAST");
     CHECK(seg->top.empty());  // parsing stopped at the bad value
 }
+
+TEST_CASE("a segment lowercased by sacctmgr (post-job epilog path) still parses with an upper-case label") {
+    auto seg =
+        parse_comment_segment("js1:abc; stallscope/1 fail_risk conf=0.90 top=gpu_xid_critical:gpu-1 gpus=8");
+    REQUIRE(seg);
+    CHECK(seg->label == "FAIL_RISK");
+    CHECK(seg->top == "gpu_xid_critical:gpu-1");
+}
+
+TEST_CASE("our segment followed by another tool's segment (joined with '; ' by the plugin) parses cleanly") {
+    auto seg =
+        parse_comment_segment("stallscope/1 SLOW conf=0.80 top=x gpus=2 dur=60 file=/a/v.json; JS1:dur=9");
+    REQUIRE(seg);
+    CHECK(seg->file == "/a/v.json");
+    CHECK(seg->duration_seconds == 60);
+}
