@@ -69,6 +69,55 @@ Snapshot full_snapshot() {
     s.xid_events = {{79, "0000:18:00", 3, "critical", "GPU has fallen off the bus."}};
     s.warnings = {"mlx5_0/1: counters/symbol_error: not a number 'x'"};
     s.collector_failures = {{"nvml", "timed out after 5 s"}};
+    NcclRasReport ras;
+    ras.time = 1795160400.5;
+    ras.outcome = "truncated";
+    ras.detail = "127.0.0.1:28028: STATUS report ends before its Warnings section";
+    ras.format = "json";
+    ras.nccl_version = "2.28.9";
+    ras.partial = true;
+    ras.collection_seconds = 2.051;
+    ras.timeouts = 2;
+    ras.communicators_count = 3;
+    ras.dead_processes = {{-1, "10.0.0.2", 3487984, "5"}};
+    ras.missing_processes = {{-1, "10.0.0.3", 42, "0,1"}};
+    NcclCommunicator comm;
+    comm.hash = "cf264af53edbe986";
+    comm.size = 16;
+    comm.ranks_answered = 15;
+    comm.status = "ABORT";
+    comm.missing = {{{13, "10.0.0.2", 3487984, "5"}, true, false}};
+    comm.errors = {{{12, "10.0.0.2", 501877, "4"}, "Remote process error", 6, true}};
+    comm.mismatches = {{"AllReduce", 6650, {{9, 6649}}, 2}};
+    comm.max_counts = {{"AllReduce", 6650}, {"AllGather", 18446744073709551615ull}};
+    ras.communicators = {comm};
+    s.nccl.ras = {ras};
+    s.nccl.ras_events = {
+        {"2026-07-14 09:22:05", "LIFECYCLE", "PEER_DEAD", {-1, "10.0.0.2", 3487984, "5"}, ""}};
+    s.nccl.inspector.collectives = {
+        {"cf264af53edbe986", "AllReduce", 268435456, 2, 16, "node002", 12, 0.1 + 0.2, 910.5}};
+    s.nccl.inspector.stragglers = {{"cf264af53edbe986", "AllReduce", 2, "node002", 10, 9, 487.25}};
+    NcclLogEvent log;
+    log.kind = "ib_wc_error";
+    log.file = "/scratch/j/nccl.node002.1.log";
+    log.host = "node002";
+    log.rank = 12;
+    log.pid = 3490012;
+    log.fields = {{"status", "12"}, {"peer", "10.0.0.1"}};
+    log.line = "NET/IB: Got completion from peer 10.0.0.1<35162> with status=12";
+    s.nccl.log_events = {log};
+    NcclTestResult test;
+    test.outcome = "wrong_data";
+    test.exit_code = 7;
+    test.command = "all_reduce_perf -b 32M";
+    test.seconds = 12.25;
+    test.avg_busbw_gbs = 113.095;
+    test.peak_busbw_gbs = 372.0;
+    test.peak_size_bytes = 8589934592ull;
+    test.wrong = 3;
+    test.rows = 16;
+    test.errors = {"node002: Test NCCL failure common.cu:401 'remote process exited'"};
+    s.nccl.nccl_test = test;
     return s;
 }
 
