@@ -1,5 +1,7 @@
 // `stallscope [--json]` and `stallscope --interval-seconds N [--count K] [--json]`: sample this node.
+#include <chrono>
 #include <cstdio>
+#include <optional>
 #include <string>
 
 #include "helper/cli_args.h"
@@ -10,14 +12,16 @@
 #include "helper/thresholds_option.h"
 #include "libstallscope/model/snapshot_json.h"
 #include "libstallscope/rules/profiler.h"
+#include "libstallscope/sources/nccl/nccl_tests.h"
 #include "libstallscope/sources/sampler.h"
 
 namespace stallscope::cli {
 
 int run_sample(int argc, char** argv, int first) {
     const ParsedArgs args = parse_args(
-        argc, argv, first, {"interval-seconds", "count", "prometheus-textfile", "alert-webhook-url", "rules"},
-        {"json"});
+        argc, argv, first,
+        {"interval-seconds", "count", "prometheus-textfile", "alert-webhook-url", "rules", "nccl-test-args"},
+        {"json", "nccl-test"});
     if (!args.positional.empty()) throw UsageError("unexpected argument '" + args.positional.front() + "'");
     const bool json = args.has("json");
     const bool periodic = args.has("interval-seconds");
@@ -30,6 +34,16 @@ int run_sample(int argc, char** argv, int first) {
     OutputSinks sinks(args, /*remove_textfile_at_exit=*/false);
     Sampler sampler = Sampler::for_node(roots_from_environment());
     install_stop_handlers();
+    // --nccl-test: one bounded all_reduce_perf run before the first sample; its result rides on sample 1.
+    if (args.has("nccl-test-args") && !args.has("nccl-test"))
+        throw UsageError("--nccl-test-args needs --nccl-test");
+    std::optional<NcclTestResult> nccl_test;
+    if (args.has("nccl-test"))
+        nccl_test =
+            nccl::run_nccl_test("all_reduce_perf",
+                                args.has("nccl-test-args") ? nccl::split_args(*args.value("nccl-test-args"))
+                                                           : nccl::default_nccl_test_args(),
+                                std::chrono::minutes(5));
 
     double next = monotonic_now();
     for (long n = 0; (count < 0 || n < count) && !stop_requested(); ++n) {
@@ -41,6 +55,7 @@ int run_sample(int argc, char** argv, int first) {
             if (stop_requested()) break;
         }
         Snapshot snap = sampler.sample();
+        if (nccl_test && n == 0) snap.nccl.nccl_test = nccl_test;
         const Profile profile = profiler.observe(snap);
         sinks.publish(snap, profile, profiler.last_rates());
         if (json) {

@@ -21,6 +21,9 @@ Usage:
       [--prometheus-textfile PATH]            also write Prometheus metrics atomically to PATH
       [--alert-webhook-url URL]               also POST Alertmanager v2 alerts (base URL or .../api/v2/alerts)
       [--rules FILE]                          thresholds file (see contrib/stallscope-rules.conf)
+      [--nccl-test [--nccl-test-args "ARGS"]]  first run all_reduce_perf from PATH (default args
+                                              -b 32M -e 256M -f 2 -g 1 -n 20 -w 5; killed after 5 min) and
+                                              report its busbw, #wrong and exit reason with sample 1
   stallscope record --out-dir DIR [--interval-seconds N] [--lock-file F] [--liveness-fd FD]
                                               the per-step helper; the Slurm plugin starts it for
                                               `srun --stallscope=N`. Writes timeline.<step>.<host>.jsonl and,
@@ -42,6 +45,13 @@ Environment (read by the CLI and the helper, never by root-run plugin code):
   STALLSCOPE_ETHTOOL_ROOT     read `ethtool -S` text files <dir>/<iface> instead of the SIOCETHTOOL ioctl
   STALLSCOPE_NVML_LIBRARY     NVML shared object to dlopen (default libnvidia-ml.so.1)
   STALLSCOPE_NVIDIA_SMI       nvidia-smi used when NVML cannot load (default: nvidia-smi on PATH)
+  NCCL_RAS_ADDR               NCCL RAS service to query from node 0 (default localhost:28028)
+  STALLSCOPE_NCCL_RAS         auto (STATUS polls, version-gated, + MONITOR) | poll | monitor | off
+  STALLSCOPE_NCCL_RAS_INTERVAL, STALLSCOPE_NCCL_RAS_DELAY   STATUS every N s (>= 30, default 60), first
+                              poll after M s (default 60: not during communicator init)
+  NCCL_INSPECTOR_DUMP_DIR     Inspector JSONL files <dir>/<host>-pid<pid>.log to tail
+  STALLSCOPE_NCCL_LOGS        comma-separated NCCL/PyTorch log paths or globs to scan (plus
+                              NCCL_DEBUG_FILE with %h/%p expanded)
 
 Exit status: 0 success whatever the label, 2 usage error, 1 internal failure.
 Bad or missing counters are warnings in the output, never an error.

@@ -245,6 +245,30 @@ def stale_counters(i, s):  # the RDMA and NVML readers return the same cached va
             g["energy_mj"] = f["energy_mj"]
 
 
+def nccl_hang_with_fabric(i, s):  # RoCE ACK timeouts from t=90; RAS sees rank 9 stuck from t=120; IB WC error
+    if i >= 3:
+        add(port(s)["hw_counters"], "local_ack_timeout_err", 4 * (i - 2))
+    nccl = {}
+    if i % 2 == 0:  # RAS STATUS every 60 s from node 0
+        comm = {"hash": "27a079b828ff1a75", "size": 16, "ranks_answered": 16, "status": "RUNNING",
+                "missing": [], "errors": [], "mismatches": [], "max_counts": {}}
+        if i >= 4:
+            comm["mismatches"] = [{"function": "AllReduce", "max_count": 6650, "laggards": [[9, 6649]],
+                                   "unlisted_laggards": 0}]
+        nccl["ras"] = [{"time": s["time"], "outcome": "ok", "detail": "", "format": "text",
+                        "nccl_version": "2.30.7", "partial": False, "collection_seconds": 0.006, "timeouts": 0,
+                        "communicators_count": 3, "dead_processes": [], "missing_processes": [],
+                        "communicators": [comm]}]
+    if i == 5:
+        nccl["log_events"] = [{"kind": "ib_wc_error", "file": "/scratch/4242/nccl.gpu-node-17.3490012.log",
+                               "host": "gpu-node-17", "rank": -1, "pid": 3490012,
+                               "fields": {"peer": "10.0.0.1", "status": "12", "hca": "mlx5_0"},
+                               "line": "NET/IB: Got completion from peer 10.0.0.1<35162> with status=12 opcode=129 "
+                                       "len=0 vendor err 129 (Recv) hca mlx5_0"}]
+    if nccl:
+        s["nccl"] = nccl
+
+
 SCENARIOS = {
     "healthy_baseline": dict(n=9),
     "healthy_long": dict(n=40, interval=15, seed=5),
@@ -268,6 +292,7 @@ SCENARIOS = {
     "lifetime_counters_high": dict(n=9, edit=lifetime_high),
     "collector_timeout": dict(n=9, edit=collector_timeout),
     "stale_counters": dict(n=14, interval=20, edit=stale_counters),
+    "nccl_hang_with_fabric": dict(n=9, interval=30, edit=nccl_hang_with_fabric),
 }
 
 

@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -43,6 +44,7 @@ const Expectation kScenarios[] = {
     {"lifetime_counters_high", "FAST",      ""},
     {"collector_timeout",      "UNKNOWN",   "collector_failed"},
     {"stale_counters",         "UNKNOWN",   "telemetry_stale"},
+    {"nccl_hang_with_fabric",  "FAIL_RISK", "fabric_ack_timeout"},  // + nccl reasons next to it
 };
 // clang-format on
 
@@ -169,4 +171,16 @@ TEST_CASE("a bad thresholds file is a usage error naming file and line") {
     CHECK(r.exit_code == 2);
     CHECK(r.err.find(rules + ":2: unknown key 'cnp_per_second'") != std::string::npos);
     CHECK(r.out.empty());
+}
+
+TEST_CASE("NCCL reasons show next to the fabric reasons when both fire") {
+    const auto v = replay("nccl_hang_with_fabric");
+    INFO("verdict: " << v.dump(2));
+    std::map<std::string, std::string> category;
+    for (const auto& r : v["reasons"]) category[r["code"]] = r["category"];
+    CHECK(category["fabric_ack_timeout"] == "fabric");
+    CHECK(category["nccl_collective_hang"] == "nccl");  // RAS: rank 9 behind on AllReduce for 120 s
+    CHECK(category["nccl_ib_completion_error"] == "nccl");
+    for (const auto& r : v["reasons"])
+        if (r["code"] == "nccl_collective_hang") CHECK(r["evidence"]["lagging_ranks"] == "9");
 }
