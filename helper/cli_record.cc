@@ -63,10 +63,11 @@ void write_segment(int fd, const std::string& segment) {
 }  // namespace
 
 int run_record(int argc, char** argv, int first) {
-    const ParsedArgs args = parse_args(argc, argv, first,
-                                       {"out-dir", "interval-seconds", "lock-file", "liveness-fd", "count",
-                                        "prometheus-textfile", "alert-webhook-url", "rules"},
-                                       {});
+    const ParsedArgs args =
+        parse_args(argc, argv, first,
+                   {"out-dir", "interval-seconds", "lock-file", "liveness-fd", "count", "prometheus-textfile",
+                    "alert-webhook-url", "rules", "driver-timeout"},
+                   {});
     if (!args.positional.empty()) throw UsageError("unexpected argument '" + args.positional.front() + "'");
     const auto requested_dir = args.value("out-dir");
     if (!requested_dir) throw UsageError("record needs --out-dir DIR");
@@ -105,7 +106,10 @@ int run_record(int argc, char** argv, int first) {
     const Thresholds thresholds = thresholds_from_option(args.value("rules"));
     Profiler profiler(thresholds);
     OutputSinks sinks(args, /*remove_textfile_at_exit=*/true);
-    Sampler sampler = Sampler::for_node(roots_from_environment());
+    const double driver_timeout =
+        args.has("driver-timeout") ? parse_seconds("driver-timeout", *args.value("driver-timeout"), 0.05, 600)
+                                   : 5.0;
+    Sampler sampler = Sampler::for_node(roots_from_environment(), driver_timeout);
 
     Snapshot snap = sampler.sample();
     const std::string stem = file_name_part(snap.context.step_id.empty() ? "0" : snap.context.step_id) + "." +

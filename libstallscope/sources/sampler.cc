@@ -7,6 +7,7 @@
 #include <exception>
 
 #include "libstallscope/sources/allocation.h"
+#include "libstallscope/sources/deadline_source.h"
 #include "libstallscope/sources/factories.h"
 
 namespace stallscope {
@@ -28,14 +29,14 @@ double wall_clock_now() {
 Sampler::Sampler(std::vector<std::unique_ptr<Source>> sources)
     : sources_(std::move(sources)), host_(local_hostname()) {}
 
-Sampler Sampler::for_node(const Roots& roots) {
+Sampler Sampler::for_node(const Roots& roots, double driver_timeout_seconds) {
     std::vector<std::unique_ptr<Source>> s;
     s.push_back(make_context_source(roots));
     s.push_back(make_procfs_source(roots));
     s.push_back(make_ethtool_source(roots));
     s.push_back(make_infiniband_source(roots));
     s.push_back(make_amdgpu_source(roots));
-    s.push_back(make_nvidia_source(roots));
+    s.push_back(with_deadline(make_nvidia_source(roots), driver_timeout_seconds));
     s.push_back(make_kmsg_source(roots));
     s.push_back(make_nccl_source(roots));
     return Sampler(std::move(s));

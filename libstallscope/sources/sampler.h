@@ -17,7 +17,8 @@ class Sampler {
     explicit Sampler(std::vector<std::unique_ptr<Source>> sources);
     // Every source this build has, in dependency order: net/dev before ethtool, AMD before NVIDIA (so a
     // missing NVML on an AMD node is not reported), every GPU source before kmsg (Xid -> GPU mapping).
-    static Sampler for_node(const Roots& roots);
+    // Driver-backed sources (NVML) run with `driver_timeout_seconds` as deadline (deadline_source.h).
+    static Sampler for_node(const Roots& roots, double driver_timeout_seconds = 5.0);
 
     // One sample stamped with the wall clock and this host's name.
     Snapshot sample();

@@ -160,3 +160,22 @@ TEST_CASE("replay skips a torn last line with a warning and still gives a verdic
     CHECK(rj["replay_warnings"].size() == 1);
     CHECK(replay.err.find("torn last line") != std::string::npos);
 }
+
+TEST_CASE(
+    "an NVML call that hangs makes the step UNKNOWN with the collector named, and the helper stops in time") {
+    const std::string out = make_temp_dir("hang") + "/stallscope-4242";
+    auto env = job_env("dgx-h100");
+    env.push_back("STALLSCOPE_FAKE_NVML_SLEEP_MS=3000");  // every device query blocks 3 s
+    const auto r = run_process({STALLSCOPE_EXE, "record", "--out-dir", out, "--interval-seconds", "0.1",
+                                "--count", "6", "--driver-timeout", "0.2"},
+                               env, 30);
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.seconds < 5);  // six samples, none waiting for the hung driver beyond its deadline
+    const Json v = read_json(only_file(out, "verdict.0."));
+    CHECK(v["verdict"]["label"] == "UNKNOWN");
+    bool named = false;
+    for (const auto& reason : v["verdict"]["reasons"])
+        named = named || (reason["code"] == "collector_failed" && reason["subject"] == "nvml" &&
+                          reason["message"].get<std::string>().find("timed out") != std::string::npos);
+    CHECK(named);
+}

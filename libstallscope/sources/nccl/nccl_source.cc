@@ -94,9 +94,9 @@ class NcclSource final : public Source {
             }
         }
         if (pending_.valid()) return;  // a query is still running: never two at once
-        const bool want_status = c_.ras_mode != "monitor" &&
-                                 now >= first_time_ + c_.ras_start_delay_seconds && now >= next_status_ &&
-                                 status_interval_factor(version_) > 0;
+        // No RAS connection at all during communicator init (NVIDIA/nccl#1669: a query then crashed jobs).
+        if (now < first_time_ + c_.ras_start_delay_seconds) return;
+        const bool want_status = c_.ras_mode != "monitor" && now >= next_status_;
         const bool want_monitor = (c_.ras_mode == "auto" || c_.ras_mode == "monitor") && monitor_supported_ &&
                                   !monitor_ && now >= next_monitor_ && (version_ == 0 || version_ >= 22900);
         if (!want_status && !want_monitor) return;
