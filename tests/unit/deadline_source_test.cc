@@ -1,0 +1,96 @@
+#include "libstallscope/sources/deadline_source.h"
+
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <chrono>
+#include <stdexcept>
+#include <thread>
+
+using namespace stallscope;
+
+namespace {
+
+// A GPU source whose calls take `delay` (a wedged driver when the delay exceeds the deadline).
+class SlowGpuSource final : public Source {
+  public:
+    explicit SlowGpuSource(std::shared_ptr<std::atomic<int>> delay_ms) : delay_ms_(std::move(delay_ms)) {}
+    std::string_view name() const override { return "nvidia"; }
+    void sample(Snapshot& s) override {
+        std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms_->load()));
+        if (delay_ms_->load() < 0) throw std::runtime_error("driver said no");
+        Gpu g;
+        g.index = static_cast<int>(s.gpus.size());
+        g.vendor = "nvidia";
+        s.gpus.push_back(g);
+        s.warnings.push_back("nvml: field x not supported");
+    }
+
+  private:
+    std::shared_ptr<std::atomic<int>> delay_ms_;
+};
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+}  // namespace
+
+TEST_CASE("a source that answers in time is merged into the sample, after what earlier sources found") {
+    auto delay = std::make_shared<std::atomic<int>>(0);
+    auto source = with_deadline(std::make_unique<SlowGpuSource>(delay), 1.0);
+    Snapshot s;
+    Gpu amd;
+    amd.vendor = "amd";
+    s.gpus.push_back(amd);
+    source->sample(s);
+    REQUIRE(s.gpus.size() == 2);
+    CHECK(s.gpus[0].vendor == "amd");
+    CHECK(s.gpus[1].vendor == "nvidia");
+    CHECK(s.warnings.size() == 1);
+    CHECK(s.collector_failures.empty());
+}
+
+TEST_CASE("a hung driver call costs at most the deadline, is named, and sampling resumes when it returns") {
+    auto delay = std::make_shared<std::atomic<int>>(1500);
+    auto source = with_deadline(std::make_unique<SlowGpuSource>(delay), 0.2);
+    Snapshot first;
+    auto t = std::chrono::steady_clock::now();
+    source->sample(first);
+    CHECK(seconds_since(t) < 0.5);
+    CHECK(first.gpus.empty());
+    REQUIRE(first.collector_failures.count("nvidia"));
+    CHECK(first.collector_failures["nvidia"].find("timed out after 0.2 s") == 0);
+
+    Snapshot second;  // the first call is still stuck: skipped at once
+    t = std::chrono::steady_clock::now();
+    source->sample(second);
+    CHECK(seconds_since(t) < 0.1);
+    CHECK(second.collector_failures["nvidia"].find("still blocked") == 0);
+
+    delay->store(0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // the stuck call returns meanwhile
+    Snapshot third;
+    source->sample(third);
+    CHECK(third.collector_failures.empty());
+    CHECK(third.gpus.size() == 1);
+}
+
+TEST_CASE("an exception in the source is a crashed collector, not a crashed sampler") {
+    auto delay = std::make_shared<std::atomic<int>>(-1);
+    auto source = with_deadline(std::make_unique<SlowGpuSource>(delay), 1.0);
+    Snapshot s;
+    source->sample(s);
+    CHECK(s.collector_failures["nvidia"] == "crashed: driver said no");
+}
+
+TEST_CASE("destroying a source stuck in a driver call does not hang") {
+    auto delay = std::make_shared<std::atomic<int>>(3000);
+    auto t = std::chrono::steady_clock::now();
+    {
+        auto source = with_deadline(std::make_unique<SlowGpuSource>(delay), 0.1);
+        Snapshot s;
+        source->sample(s);
+    }
+    CHECK(seconds_since(t) < 1.0);
+}
