@@ -153,3 +153,22 @@ TEST_CASE("the source reads the Inspector dir and the configured logs") {
     REQUIRE(s.warnings.size() == 1);  // garbage + v5.0 line in one file: the file is named once
     CHECK(s.warnings[0].find("node001-pid1001.log") != std::string::npos);
 }
+
+TEST_CASE("no RAS connection at all during the start delay (communicator init)") {
+    FakeRasBehaviour b;
+    b.text_report = nccl_fixture("ras/text_healthy_2.30.7.txt");
+    b.monitor = true;
+    FakeRasServer server(b);
+    auto cfg = config_for(server.port());
+    cfg.ras_start_delay_seconds = 60;
+    auto src = make_nccl_source(cfg);
+    for (double t : {1000.0, 1030.0, 1059.0}) {
+        Snapshot s = node("0", t);
+        src->sample(s);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    CHECK(server.connections() == 0);
+    const Snapshot s = sample_until(*src, "0", 1060, [](const Snapshot& x) { return !x.nccl.ras.empty(); });
+    CHECK(s.nccl.ras.size() == 1);
+    CHECK(server.connections() >= 1);
+}
