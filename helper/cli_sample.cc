@@ -18,10 +18,10 @@
 namespace stallscope::cli {
 
 int run_sample(int argc, char** argv, int first) {
-    const ParsedArgs args = parse_args(
-        argc, argv, first,
-        {"interval-seconds", "count", "prometheus-textfile", "alert-webhook-url", "rules", "nccl-test-args"},
-        {"json", "nccl-test"});
+    const ParsedArgs args = parse_args(argc, argv, first,
+                                       {"interval-seconds", "count", "prometheus-textfile",
+                                        "alert-webhook-url", "rules", "nccl-test-args", "driver-timeout"},
+                                       {"json", "nccl-test"});
     if (!args.positional.empty()) throw UsageError("unexpected argument '" + args.positional.front() + "'");
     const bool json = args.has("json");
     const bool periodic = args.has("interval-seconds");
@@ -32,7 +32,10 @@ int run_sample(int argc, char** argv, int first) {
 
     Profiler profiler(thresholds_from_option(args.value("rules")));
     OutputSinks sinks(args, /*remove_textfile_at_exit=*/false);
-    Sampler sampler = Sampler::for_node(roots_from_environment());
+    const double driver_timeout =
+        args.has("driver-timeout") ? parse_seconds("driver-timeout", *args.value("driver-timeout"), 0.05, 600)
+                                   : 5.0;
+    Sampler sampler = Sampler::for_node(roots_from_environment(), driver_timeout);
     install_stop_handlers();
     // --nccl-test: one bounded all_reduce_perf run before the first sample; its result rides on sample 1.
     if (args.has("nccl-test-args") && !args.has("nccl-test"))

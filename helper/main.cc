@@ -21,10 +21,13 @@ Usage:
       [--prometheus-textfile PATH]            also write Prometheus metrics atomically to PATH
       [--alert-webhook-url URL]               also POST Alertmanager v2 alerts (base URL or .../api/v2/alerts)
       [--rules FILE]                          thresholds file (see contrib/stallscope-rules.conf)
+      [--driver-timeout SECONDS]              deadline for one NVML call (default 5); a hung driver
+                                              becomes a telemetry reason instead of a stuck sampler
       [--nccl-test [--nccl-test-args "ARGS"]]  first run all_reduce_perf from PATH (default args
                                               -b 32M -e 256M -f 2 -g 1 -n 20 -w 5; killed after 5 min) and
                                               report its busbw, #wrong and exit reason with sample 1
   stallscope record --out-dir DIR [--interval-seconds N] [--lock-file F] [--liveness-fd FD]
+                    [--driver-timeout S] [--prometheus-textfile PATH] [--alert-webhook-url URL] [--rules FILE]
                                               the per-step helper; the Slurm plugin starts it for
                                               `srun --stallscope=N`. Writes timeline.<step>.<host>.jsonl and,
                                               on SIGTERM, verdict.<step>.<host>.json into DIR
@@ -32,7 +35,8 @@ Usage:
                                               re-profile recorded timelines (same thresholds -> same verdict)
   stallscope report DIR|TIMELINE... [--json]  what an admin reads first: verdict, per-node/GPU/port tables
   stallscope summarize DIR                    merge every verdict/timeline in DIR into summary.json + .txt
-  stallscope jobs [--since TIME] [--user U]   verdicts of past jobs from `sacct` (AdminComment)
+  stallscope jobs [--since TIME] [--user U | --all-users] [--json]
+                                              verdicts of past jobs from one `sacct` call (job comments)
   stallscope --version | --help
 
 Labels: FAST (nothing wrong found), SLOW (something costs speed: congestion, throttling, idle GPUs),
