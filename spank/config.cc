@@ -102,11 +102,26 @@ ConfigParse parse_plugin_args(const std::vector<std::string_view>& args) {
                 c.comment = CommentTarget::none;
             else
                 bad(arg, "expected admin, user or none");
-        } else if (key == "always_on") {
+        } else if (key == "always_on" || key == "nccl_env") {
             if (value == "0" || value == "1")
-                c.always_on = value == "1";
+                (key == "always_on" ? c.always_on : c.nccl_env) = value == "1";
             else
                 bad(arg, "expected 0 or 1");
+        } else if (key == "nccl_inspector_plugin") {
+            if (is_absolute_path(value))
+                c.nccl_inspector_plugin = value;
+            else
+                bad(arg, "nccl_inspector_plugin must be an absolute path");
+        } else if (key == "nccl_ras_ports") {
+            auto dash = value.find('-');
+            unsigned first = 0, last = 0;
+            if (dash != std::string_view::npos && parse_uint(value.substr(0, dash), 1024, 65535, &first) &&
+                parse_uint(value.substr(dash + 1), 1024, 65535, &last) && first <= last) {
+                c.nccl_ras_port_first = first;
+                c.nccl_ras_port_last = last;
+            } else {
+                bad(arg, "expected FIRST-LAST, ports from 1024 to 65535, FIRST <= LAST");
+            }
         } else {
             bad(arg, "unknown key " + quoted(key));
         }

@@ -32,6 +32,12 @@ struct PluginConfig {
     unsigned min_interval = 1;
     unsigned max_interval = 3600;
     std::string run_dir = "/run/stallscope";
+    // NCCL/PyTorch environment help (spank/nccl_env.h): off unless nccl_env=1 or the job sets
+    // STALLSCOPE_NCCL_ENV=1. The per-job RAS port is taken from [nccl_ras_port_first, _last].
+    bool nccl_env = false;
+    std::string nccl_inspector_plugin;  // absolute path of the Inspector profiler plugin, "" = none
+    unsigned nccl_ras_port_first = 28100;
+    unsigned nccl_ras_port_last = 29123;
 };
 
 PluginConfig default_config();

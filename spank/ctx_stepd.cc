@@ -9,6 +9,7 @@
 
 #include "spank/comment.h"
 #include "spank/helper_spec.h"
+#include "spank/nccl_env.h"
 #include "spank/option.h"
 #include "spank/plugin.h"
 #include "spank/process.h"
@@ -28,12 +29,14 @@ struct StepState {
     bool enabled = false;
     unsigned interval = 0;
     std::string job_id;
+    uint32_t job_num = 0;
     uint32_t step_id = 0;
     uint32_t node_id = 0;
     uint32_t local_tasks = 0;
     uint32_t exited_tasks = 0;
     Credentials user;
     std::string out_dir;
+    std::string cwd;  // PWD of the step env
     HelperProcess helper;
     std::string segment;  // sanitized line from the helper, "" if none
 };
@@ -50,6 +53,35 @@ std::string getenv_step(spank_t sp, const char* name) {
     char buf[4096];
     if (spank_getenv(sp, name, buf, sizeof buf) != ESPANK_SUCCESS) return "";
     return buf;
+}
+
+std::vector<std::string> job_env(spank_t sp) {
+    char** env = nullptr;
+    std::vector<std::string> out;
+    if (spank_get_item(sp, S_JOB_ENV, &env) == ESPANK_SUCCESS && env != nullptr)
+        for (char** e = env; *e != nullptr; ++e) out.emplace_back(*e);
+    return out;
+}
+
+// NCCL/PyTorch environment help (nccl_env.h) for a recording step: only strings in the step env,
+// before any task starts; the files and directories they name are created by NCCL/PyTorch/the
+// helper as the user. spank_setenv(overwrite=0) keeps a value the user set meanwhile.
+void set_nccl_env(spank_t sp) {
+    NcclEnvPlan plan = plan_nccl_env(g_step.config, job_env(sp), g_step.job_num, g_step.out_dir);
+    if (!plan.note.empty()) slurm_info("stallscope: job %s: %s", g_step.job_id.c_str(), plan.note.c_str());
+    std::string names;
+    for (const auto& [name, value] : plan.set) {
+        spank_err_t rc = spank_setenv(sp, name.c_str(), value.c_str(), 0);
+        if (rc != ESPANK_SUCCESS && rc != ESPANK_ENV_EXISTS)
+            slurm_error("stallscope: job %s: cannot set %s: %s", g_step.job_id.c_str(), name.c_str(),
+                        spank_strerror(rc));
+        else if (rc == ESPANK_SUCCESS)
+            names += " " + name;
+    }
+    if (plan.enabled)
+        slurm_verbose("stallscope: job %s step %s: nccl env:%s", g_step.job_id.c_str(),
+                      step_label(g_step.step_id).c_str(),
+                      names.empty() ? " (all set by the user)" : names.c_str());
 }
 
 long now_us() {
@@ -93,6 +125,7 @@ bool get_identity(spank_t sp) {
         slurm_error("stallscope: cannot read the job's ids: %s; not recording", spank_strerror(rc));
         return false;
     }
+    g_step.job_num = job;
     g_step.job_id = std::to_string(job);
     gid_t* gids = nullptr;
     int ngids = 0;
@@ -183,23 +216,24 @@ int stepd_init_post_opt(spank_t sp) {
     if (!get_identity(sp)) return 0;
     unsigned interval = 0;
     if (!choose_interval(sp, &interval)) return 0;
+    g_step.cwd = getenv_step(sp, "PWD");
     JobFacts facts{g_step.job_id, getenv_step(sp, "SLURM_JOB_USER"), getenv_step(sp, "SLURM_SUBMIT_DIR"),
-                   getenv_step(sp, "PWD")};
+                   g_step.cwd};
     g_step.out_dir = resolve_output_dir(g_step.config, facts);
     if (!prepare_run_dir()) return 0;
     g_step.interval = interval;
     g_step.enabled = true;
+    set_nccl_env(sp);
     return 0;
 }
 
 int stepd_user_init(spank_t sp) {
     if (!g_step.enabled || g_step.helper.read_fd >= 0) return 0;
     long t0 = now_us();
-    char** job_env = nullptr;
-    std::vector<std::string> env_in;
-    if (spank_get_item(sp, S_JOB_ENV, &job_env) == ESPANK_SUCCESS && job_env != nullptr)
-        for (char** e = job_env; *e != nullptr; ++e) env_in.emplace_back(*e);
-    std::vector<std::string> env = helper_env(env_in);
+    std::vector<std::string> env = helper_env(job_env(sp));
+    char host[256] = "";
+    if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+    add_helper_nccl_env(env, host, g_step.cwd);
     set_env(env, "SLURM_JOB_ID", g_step.job_id);
     set_env(env, "SLURM_STEP_ID", step_label(g_step.step_id));
     set_env(env, "SLURM_NODEID", std::to_string(g_step.node_id));

@@ -33,8 +33,10 @@ std::vector<std::string> record_argv(const PluginConfig& config, std::string_vie
 std::vector<std::string> summarize_argv(const PluginConfig& config, std::string_view dir);
 
 // Variables copied from the job environment into the helper's: the Slurm/GPU context it records,
-// HOME/USER, and every STALLSCOPE_* (the helper runs as the user, so user-set values only affect the
-// user's own helper; the tests point STALLSCOPE_NVML_LIBRARY at a fake NVML). PATH is fixed.
+// the NCCL variables its NCCL source reads (NCCL_RAS_ADDR, NCCL_RAS_ENABLE, NCCL_DEBUG_FILE,
+// NCCL_INSPECTOR_DUMP_DIR; see nccl_env.h), HOME/USER, and every STALLSCOPE_* (the helper runs as the user,
+// so user-set values only affect the user's own helper; the tests point STALLSCOPE_NVML_LIBRARY at a fake
+// NVML). PATH is fixed.
 bool helper_env_wanted(std::string_view name);
 
 // Builds the helper environment from `job_env` ("NAME=value" strings): wanted names only, first
