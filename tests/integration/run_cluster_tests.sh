@@ -143,6 +143,32 @@ id=$(jobid_of "$out")
 SUCCEEDED_JOBS+=("$id")
 check "verdict written for job $id" wait_until 5 eval 'compgen -G "$W/envvar/stallscope-$id/verdict.*.json" >/dev/null'
 
+echo "== STALLSCOPE_NCCL_ENV=1: NCCL/PyTorch variables in the step env and the helper's, user values win"
+NCCL_SHOW='echo JOBID=$SLURM_JOB_ID; env | grep -E "^(NCCL|TORCH)_"; sleep 1; hp=$(pgrep -u $(id -u) -f "record --out-dir [^ ]*stallscope-$SLURM_JOB_ID" | head -n 1); [ -n "$hp" ] && tr "\0" "\n" </proc/$hp/environ | sed "s/^/HELPERENV:/"; sleep 1'
+out=$(as_user "$W/ncclenv" env STALLSCOPE_NCCL_ENV=1 srun --stallscope=1 sh -c "$NCCL_SHOW")
+rc=$?
+id=$(jobid_of "$out")
+SUCCEEDED_JOBS+=("$id")
+ndir=$W/ncclenv/stallscope-$id
+check "exit code 0 (job $id)" test "$rc" = 0
+check "per-job NCCL_RAS_ADDR in 28100-29123" grep -qx "NCCL_RAS_ADDR=localhost:$((28100 + id % 1024))" <<<"$out"
+check "NCCL_RAS_ENABLE=1 and NCCL_DEBUG=WARN" eval 'grep -qx NCCL_RAS_ENABLE=1 <<<"$out" && grep -qx NCCL_DEBUG=WARN <<<"$out"'
+check "NCCL_DEBUG_FILE in the job's stallscope dir" grep -qxF "NCCL_DEBUG_FILE=$ndir/nccl.%h.%p.log" <<<"$out"
+check "flight recorder prefixes set" eval 'grep -qxF "TORCH_FR_DUMP_TEMP_FILE=$ndir/torch-fr-" <<<"$out" && grep -qxF "TORCH_NCCL_DEBUG_INFO_TEMP_FILE=$ndir/torch-fr-" <<<"$out"'
+check "no Inspector without nccl_inspector_plugin" eval '! grep -q "^NCCL_PROFILER_PLUGIN=" <<<"$out"'
+check "helper env has NCCL_RAS_ADDR and NCCL_DEBUG_FILE" eval 'grep -qx "HELPERENV:NCCL_RAS_ADDR=localhost:$((28100 + id % 1024))" <<<"$out" && grep -qxF "HELPERENV:NCCL_DEBUG_FILE=$ndir/nccl.%h.%p.log" <<<"$out"'
+check "helper env has STALLSCOPE_NCCL_LOGS (the debug file glob)" grep -qE "^HELPERENV:STALLSCOPE_NCCL_LOGS=$ndir/nccl\.[^%]+\.\*\.log$" <<<"$out"
+check "root created nothing for NCCL in the job dir" test ! -e "$ndir/nccl-inspector"
+out=$(as_user "$W/ncclenv" env STALLSCOPE_NCCL_ENV=1 NCCL_DEBUG_FILE=/tmp/mine.%h.log srun --stallscope=1 sh -c "$NCCL_SHOW")
+id=$(jobid_of "$out")
+SUCCEEDED_JOBS+=("$id")
+check "user-set NCCL_DEBUG_FILE kept (job $id)" grep -qxF "NCCL_DEBUG_FILE=/tmp/mine.%h.log" <<<"$out"
+check "the helper sees the user's NCCL_DEBUG_FILE" grep -qxF "HELPERENV:NCCL_DEBUG_FILE=/tmp/mine.%h.log" <<<"$out"
+check "RAS port still set next to it" grep -q "^NCCL_RAS_ADDR=localhost:" <<<"$out"
+out=$(as_user "$W/ncclenv" env -u STALLSCOPE_NCCL_ENV srun --stallscope=1 sh -c 'echo JOBID=$SLURM_JOB_ID; env')
+SUCCEEDED_JOBS+=("$(jobid_of "$out")")
+check "off by default: no NCCL_/TORCH_ variables" eval '! grep -qE "^(NCCL|TORCH)_" <<<"$out"'
+
 echo "== --gres=gpu:2: the helper records the step's 2 GPUs"
 out=$(as_user "$W/gpu2" srun --stallscope=1 --gres=gpu:2 sh -c 'echo JOBID=$SLURM_JOB_ID; sleep 2')
 id=$(jobid_of "$out")
