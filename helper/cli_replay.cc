@@ -23,17 +23,16 @@ int run_replay(int argc, char** argv, int first) {
             ++failures;
             continue;
         }
-        for (const auto& w : result.contents.warnings)
-            std::fprintf(stderr, "stallscope: warning: %s\n", w.c_str());
+        for (const auto& w : result.warnings) std::fprintf(stderr, "stallscope: warning: %s\n", w.c_str());
         if (args.has("json")) {
             Json out = to_json(result.verdict);
             out["timeline"] = path;
             out["matches_recorded"] =
                 result.matches_recorded ? Json(*result.matches_recorded) : Json(nullptr);
-            out["replay_warnings"] = result.contents.warnings;
+            out["replay_warnings"] = result.warnings;
             std::printf("%s\n", out.dump().c_str());
         } else {
-            std::printf("%s: %zu samples\n%s", path.c_str(), result.contents.samples.size(),
+            std::printf("%s: %zu samples\n%s", path.c_str(), result.samples,
                         verdict_text(result.verdict).c_str());
             if (result.matches_recorded)
                 std::printf("  %s\n", *result.matches_recorded

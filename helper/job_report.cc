@@ -58,31 +58,6 @@ bool slowdown_reason(const std::string& r) {
            r.find("hw_slowdown") != std::string::npos;
 }
 
-void gpu_stats(const NodeRecording& node, std::vector<GpuStats>& out) {
-    std::map<std::string, GpuStats> by_key;
-    for (const auto& s : node.replay.contents.samples)
-        for (const auto& g : s.gpus) {
-            auto& st = by_key[gpu_key(g)];
-            st.host = node.host, st.uuid = g.uuid, st.name = g.name, st.index = g.index;
-            ++st.samples;
-            st.mean_util_pct += g.utilization_pct.value_or(0);
-            if (g.memory_used_bytes && g.memory_total_bytes && *g.memory_total_bytes)
-                st.mean_memory_pct += 100.0 * static_cast<double>(*g.memory_used_bytes) /
-                                      static_cast<double>(*g.memory_total_bytes);
-            st.mean_power_w += g.power_w.value_or(0);
-            st.max_temperature_c = std::max(st.max_temperature_c, g.temperature_c.value_or(0));
-            if (std::any_of(g.throttle_reasons.begin(), g.throttle_reasons.end(), slowdown_reason))
-                st.throttle_share += 1;
-            if (g.utilization_pct && *g.utilization_pct < 5) st.idle_share += 1;
-        }
-    for (auto& [key, st] : by_key) {
-        const double n = st.samples;
-        st.mean_util_pct /= n, st.mean_memory_pct /= n, st.mean_power_w /= n, st.throttle_share /= n,
-            st.idle_share /= n;
-        out.push_back(st);
-    }
-}
-
 double sum_of(const std::map<std::string, CounterDelta>* row, std::initializer_list<const char*> names) {
     double total = 0;
     if (!row) return 0;
@@ -91,40 +66,81 @@ double sum_of(const std::map<std::string, CounterDelta>* row, std::initializer_l
     return total;
 }
 
-void port_stats(const NodeRecording& node, std::vector<PortStats>& out) {
-    const auto& samples = node.replay.contents.samples;
-    std::map<std::string, PortStats> by_port;
-    std::map<std::string, double> seconds, paused_us, rcv_packets, lost;
-    for (std::size_t i = 1; i < samples.size(); ++i) {
-        const Rates r = compute_rates(samples[i - 1], samples[i]);
-        for (const auto& p : samples[i].rdma) {
-            auto& st = by_port[p.key()];
-            st.host = node.host, st.port = p.key(), st.netdev = p.netdev;
+// Per-GPU and per-port statistics of one recording, fed one sample at a time during the replay pass
+// (only the previous sample is kept, for the port deltas).
+class NodeStatsAccumulator {
+  public:
+    void add(const Snapshot& s) {
+        for (const auto& g : s.gpus) add_gpu(g);
+        if (previous_) add_ports(compute_rates(*previous_, s), s);
+        previous_ = s;
+    }
+
+    void finish(const std::string& host, std::vector<GpuStats>& gpus_out, std::vector<PortStats>& ports_out) {
+        for (auto& [key, st] : gpus_) {
+            const double n = st.samples;
+            st.host = host;
+            st.mean_util_pct /= n, st.mean_memory_pct /= n, st.mean_power_w /= n, st.throttle_share /= n,
+                st.idle_share /= n;
+            gpus_out.push_back(st);
+        }
+        for (auto& [key, acc] : ports_) {
+            PortStats st = acc.stats;
+            st.host = host;
+            if (acc.seconds > 0) {
+                st.cnp_per_second /= acc.seconds, st.ecn_marked_per_second /= acc.seconds;
+                st.pause_occupancy = std::min(1.0, acc.paused_us / 1e6 / acc.seconds);
+            }
+            if (acc.rcv_packets > 0) st.loss_per_million_packets = acc.lost / acc.rcv_packets * 1e6;
+            ports_out.push_back(st);
+        }
+    }
+
+  private:
+    struct PortAccumulator {
+        PortStats stats;  // sums until finish()
+        double seconds = 0, paused_us = 0, rcv_packets = 0, lost = 0;
+    };
+
+    void add_gpu(const Gpu& g) {
+        auto& st = gpus_[gpu_key(g)];
+        st.uuid = g.uuid, st.name = g.name, st.index = g.index;
+        ++st.samples;
+        st.mean_util_pct += g.utilization_pct.value_or(0);
+        if (g.memory_used_bytes && g.memory_total_bytes && *g.memory_total_bytes)
+            st.mean_memory_pct += 100.0 * static_cast<double>(*g.memory_used_bytes) /
+                                  static_cast<double>(*g.memory_total_bytes);
+        st.mean_power_w += g.power_w.value_or(0);
+        st.max_temperature_c = std::max(st.max_temperature_c, g.temperature_c.value_or(0));
+        if (std::any_of(g.throttle_reasons.begin(), g.throttle_reasons.end(), slowdown_reason))
+            st.throttle_share += 1;
+        if (g.utilization_pct && *g.utilization_pct < 5) st.idle_share += 1;
+    }
+
+    void add_ports(const Rates& r, const Snapshot& s) {
+        for (const auto& p : s.rdma) {
+            auto& acc = ports_[p.key()];
+            acc.stats.port = p.key(), acc.stats.netdev = p.netdev;
             const auto* c = r.rdma_counters.count(p.key()) ? &r.rdma_counters.at(p.key()) : nullptr;
             const auto* hw = r.rdma_hw_counters.count(p.key()) ? &r.rdma_hw_counters.at(p.key()) : nullptr;
-            st.rx_bytes += 4 * sum_of(c, {"port_rcv_data"});
-            st.tx_bytes += 4 * sum_of(c, {"port_xmit_data"});
-            st.cnp_per_second += sum_of(hw, {"np_cnp_sent", "rp_cnp_handled"});
-            st.ecn_marked_per_second += sum_of(hw, {"np_ecn_marked_roce_packets"});
-            rcv_packets[p.key()] += sum_of(c, {"port_rcv_packets"});
-            lost[p.key()] +=
+            acc.stats.rx_bytes += 4 * sum_of(c, {"port_rcv_data"});
+            acc.stats.tx_bytes += 4 * sum_of(c, {"port_xmit_data"});
+            acc.stats.cnp_per_second += sum_of(hw, {"np_cnp_sent", "rp_cnp_handled"});
+            acc.stats.ecn_marked_per_second += sum_of(hw, {"np_ecn_marked_roce_packets"});
+            acc.rcv_packets += sum_of(c, {"port_rcv_packets"});
+            acc.lost +=
                 sum_of(hw, {"out_of_sequence", "packet_seq_err", "duplicate_request", "implied_nak_seq_err"});
-            seconds[p.key()] += r.interval_seconds;
+            acc.seconds += r.interval_seconds;
             if (!p.netdev.empty() && r.interfaces.count(p.netdev))
-                paused_us[p.key()] +=
+                acc.paused_us +=
                     sum_of(&r.interfaces.at(p.netdev), {"rx_pause_duration", "tx_pause_duration"});
         }
     }
-    for (auto& [key, st] : by_port) {
-        const double secs = seconds[key];
-        if (secs > 0) {
-            st.cnp_per_second /= secs, st.ecn_marked_per_second /= secs;
-            st.pause_occupancy = std::min(1.0, paused_us[key] / 1e6 / secs);
-        }
-        if (rcv_packets[key] > 0) st.loss_per_million_packets = lost[key] / rcv_packets[key] * 1e6;
-        out.push_back(st);
-    }
-}
+
+    std::map<std::string, GpuStats> gpus_;
+    std::map<std::string, PortAccumulator> ports_;
+    std::optional<Snapshot> previous_;
+};
 
 // As in a node's verdict: reasons that set the label first, then other warnings, then info; earliest
 // first inside each group (the root cause before its symptoms).
@@ -294,30 +310,35 @@ JobReport build_job_report(const std::vector<std::string>& inputs) {
     for (const auto& path : expand_inputs(inputs, job.warnings)) {
         NodeRecording node;
         node.timeline_path = path;
+        NodeStatsAccumulator stats;
         std::string error;
-        if (!replay_timeline(path, std::nullopt, false, node.replay, error)) {
+        if (!replay_timeline(path, std::nullopt, false, node.replay, error,
+                             [&](const Snapshot& s) { stats.add(s); })) {
             job.warnings.push_back(error);
             continue;
         }
-        const auto& c = node.replay.contents;
-        for (const auto& w : c.warnings) job.warnings.push_back(w);
-        const Json& h = c.header;
-        node.host = h.is_object() ? h.value("host", "") : "";
-        node.step_id = h.is_object() ? h.value("step_id", "") : "";
-        if (!c.samples.empty()) {
-            if (node.host.empty()) node.host = c.samples.front().host;
-            const auto& ctx = c.samples.front().context;
+        const ReplayResult& r = node.replay;
+        for (const auto& w : r.warnings) job.warnings.push_back(w);
+        auto header_string = [&](const char* key) {
+            const auto it = r.header.is_object() ? r.header.find(key) : r.header.end();
+            return r.header.is_object() && it != r.header.end() && it->is_string() ? it->get<std::string>()
+                                                                                   : std::string();
+        };
+        node.host = header_string("host");
+        node.step_id = header_string("step_id");
+        if (r.first_sample) {
+            if (node.host.empty()) node.host = r.first_sample->host;
+            const auto& ctx = r.first_sample->context;
             if (job.job_id.empty()) job.job_id = ctx.job_id, job.user = ctx.user, job.job_name = ctx.job_name;
         }
         std::vector<GpuStats> gpus;
-        gpu_stats(node, gpus);
+        stats.finish(node.host, gpus, job.ports);
         if (!gpus.empty()) {
             node.mean_gpu_util_pct = 0;
             for (const auto& g : gpus)
                 node.mean_gpu_util_pct += g.mean_util_pct / static_cast<double>(gpus.size());
         }
         job.gpus.insert(job.gpus.end(), gpus.begin(), gpus.end());
-        port_stats(node, job.ports);
         job.nodes.push_back(std::move(node));
     }
     merge_verdicts(job);

@@ -3,10 +3,55 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <memory>
 
 #include "libstallscope/rules/profiler.h"
 
 namespace stallscope::cli {
+namespace {
+
+class ReplayVisitor final : public TimelineVisitor {
+  public:
+    ReplayVisitor(const std::string& path, const std::optional<Thresholds>& override_thresholds,
+                  bool progress, ReplayResult& out, const SampleObserver& observer)
+        : path_(path), override_(override_thresholds), progress_(progress), out_(out), observer_(observer) {}
+
+    void header(const Json& h) override { out_.header = h; }
+    void verdict(const Json& v) override { out_.recorded_verdict = v; }
+    void sample(Snapshot&& snapshot) override {
+        if (!profiler_) profiler_ = std::make_unique<Profiler>(choose_thresholds());
+        profiler_->observe(snapshot);
+        if (observer_) observer_(snapshot);
+        if (!out_.first_sample) out_.first_sample = std::move(snapshot);
+        if (++out_.samples % 100000 == 0 && progress_)
+            std::fprintf(stderr, "\r%s: %zu samples", path_.c_str(), out_.samples);
+    }
+    StepVerdict finish() {
+        if (progress_ && out_.samples >= 100000) std::fprintf(stderr, "\n");
+        if (!profiler_) profiler_ = std::make_unique<Profiler>(choose_thresholds());
+        return profiler_->verdict();
+    }
+
+  private:
+    // The header precedes the samples, so by the first sample we know which thresholds were recorded.
+    Thresholds choose_thresholds() {
+        if (override_) return *override_;
+        std::string error;
+        if (auto recorded = thresholds_from_header(out_.header, error)) return *recorded;
+        if (!error.empty())
+            out_.warnings.push_back(path_ + ": header thresholds unusable (" + error + "), using defaults");
+        return Thresholds{};
+    }
+
+    const std::string& path_;
+    const std::optional<Thresholds>& override_;
+    const bool progress_;
+    ReplayResult& out_;
+    const SampleObserver& observer_;
+    std::unique_ptr<Profiler> profiler_;
+};
+
+}  // namespace
 
 std::optional<Thresholds> thresholds_from_header(const Json& header, std::string& error) {
     if (!header.is_object() || !header.contains("thresholds") || !header["thresholds"].is_object())
@@ -18,30 +63,12 @@ std::optional<Thresholds> thresholds_from_header(const Json& header, std::string
 }
 
 bool replay_timeline(const std::string& path, const std::optional<Thresholds>& override_thresholds,
-                     bool progress, ReplayResult& out, std::string& error) {
-    if (!read_timeline(path, out.contents, error)) return false;
-    Thresholds thresholds;
-    if (override_thresholds) {
-        thresholds = *override_thresholds;
-    } else {
-        std::string header_error;
-        if (auto recorded = thresholds_from_header(out.contents.header, header_error))
-            thresholds = *recorded;
-        else if (!header_error.empty())
-            out.contents.warnings.push_back(path + ": header thresholds unusable (" + header_error +
-                                            "), using defaults");
-    }
-    progress = progress && ::isatty(STDERR_FILENO);
-    Profiler profiler(thresholds);
-    std::size_t n = 0;
-    for (const auto& snapshot : out.contents.samples) {
-        profiler.observe(snapshot);
-        if (progress && ++n % 100000 == 0) std::fprintf(stderr, "\r%s: %zu samples", path.c_str(), n);
-    }
-    if (progress && n >= 100000) std::fprintf(stderr, "\n");
-    out.verdict = profiler.verdict();
-    if (out.contents.recorded_verdict.is_object()) {
-        Json recorded = out.contents.recorded_verdict;
+                     bool progress, ReplayResult& out, std::string& error, const SampleObserver& observer) {
+    ReplayVisitor visitor(path, override_thresholds, progress && ::isatty(STDERR_FILENO), out, observer);
+    if (!visit_timeline(path, visitor, out.warnings, error)) return false;
+    out.verdict = visitor.finish();
+    if (out.recorded_verdict.is_object()) {
+        Json recorded = out.recorded_verdict;
         recorded.erase("type");
         out.matches_recorded = recorded.dump() == to_json(out.verdict).dump();
     }

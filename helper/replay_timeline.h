@@ -1,8 +1,12 @@
-// Re-profiles one recorded timeline: the same Profiler the helper ran live, fed the same snapshots.
+// Re-profiles one recorded timeline: the same Profiler the helper ran live, fed the same snapshots, one
+// at a time as they are read (constant memory: a 30-day recording at 1 s is millions of samples).
 #pragma once
 
+#include <cstddef>
+#include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "libstallscope/model/profile.h"
 #include "libstallscope/rules/thresholds.h"
@@ -11,18 +15,26 @@
 namespace stallscope::cli {
 
 struct ReplayResult {
-    TimelineContents contents;
+    Json header;            // null when the file has none (plain `--json` output)
+    Json recorded_verdict;  // null when the helper did not finish cleanly
+    std::vector<std::string> warnings;
+    std::size_t samples = 0;
+    std::optional<Snapshot> first_sample;  // host and job context when the header lacks them
     StepVerdict verdict;
     // null when the timeline has no verdict line (helper killed); else whether the replayed verdict's JSON
     // equals the recorded one byte for byte.
     std::optional<bool> matches_recorded;
 };
 
+// Called with every sample after the profiler saw it (report statistics ride on the same single pass).
+using SampleObserver = std::function<void(const Snapshot&)>;
+
 // Thresholds: `override_thresholds` when given (--rules), else those recorded in the timeline header
 // (so a recording replays to its own verdict even after defaults changed), else the defaults.
 // `progress` prints a running sample count to stderr (only when stderr is a terminal).
 bool replay_timeline(const std::string& path, const std::optional<Thresholds>& override_thresholds,
-                     bool progress, ReplayResult& out, std::string& error);
+                     bool progress, ReplayResult& out, std::string& error,
+                     const SampleObserver& observer = {});
 
 // The thresholds recorded in a timeline header, if any parse.
 std::optional<Thresholds> thresholds_from_header(const Json& header, std::string& error);

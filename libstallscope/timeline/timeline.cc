@@ -80,13 +80,13 @@ Json timeline_sample_line(const Snapshot& snapshot, const Profile& profile) {
     return line;
 }
 
-bool read_timeline(const std::string& path, TimelineContents& out, std::string& error) {
+bool visit_timeline(const std::string& path, TimelineVisitor& visitor, std::vector<std::string>& warnings,
+                    std::string& error) {
     std::ifstream in(path, std::ios::binary);
     if (!in) {
         error = path + ": " + std::strerror(errno);
         return false;
     }
-    out.path = path;
     std::string text;
     std::size_t number = 0;
     while (std::getline(in, text)) {
@@ -95,30 +95,43 @@ bool read_timeline(const std::string& path, TimelineContents& out, std::string& 
         if (text.empty()) continue;
         Json line = Json::parse(text, nullptr, false);
         if (line.is_discarded() || !line.is_object()) {
-            out.warnings.push_back(path + ":" + std::to_string(number) +
-                                   (last_line_unterminated
-                                        ? ": torn last line skipped (helper killed mid-write?)"
-                                        : ": not a JSON object, skipped"));
+            warnings.push_back(path + ":" + std::to_string(number) +
+                               (last_line_unterminated ? ": torn last line skipped (helper killed mid-write?)"
+                                                       : ": not a JSON object, skipped"));
             continue;
         }
         const std::string type = string_member(line, "type");
+        const bool snapshot_line = string_member(line, "schema") == kSnapshotSchema;
         if (type == "header") {
-            out.header = std::move(line);
+            visitor.header(line);
         } else if (type == "verdict") {
-            out.recorded_verdict = std::move(line);
+            visitor.verdict(line);
         } else if (type == "event") {
-            out.events.push_back(std::move(line));
-        } else if (type == "sample" || string_member(line, "schema") == kSnapshotSchema) {
+            visitor.event(line);
+        } else if (type == "sample" || snapshot_line) {
             std::vector<std::string> problems;
-            out.samples.push_back(snapshot_from_json(line, problems));
-            for (const auto& p : problems)
-                out.warnings.push_back(path + ":" + std::to_string(number) + ": " + p);
+            Snapshot snapshot = snapshot_from_json(line, problems);
+            for (const auto& p : problems) warnings.push_back(path + ":" + std::to_string(number) + ": " + p);
+            visitor.sample(std::move(snapshot));
         } else {
-            out.warnings.push_back(path + ":" + std::to_string(number) + ": unknown line type '" + type +
-                                   "', skipped");
+            warnings.push_back(path + ":" + std::to_string(number) + ": unknown line type '" + type +
+                               "', skipped");
         }
     }
     return true;
+}
+
+bool read_timeline(const std::string& path, TimelineContents& out, std::string& error) {
+    struct Collect final : TimelineVisitor {
+        TimelineContents& c;
+        explicit Collect(TimelineContents& contents) : c(contents) {}
+        void header(const Json& h) override { c.header = h; }
+        void sample(Snapshot&& s) override { c.samples.push_back(std::move(s)); }
+        void event(const Json& e) override { c.events.push_back(e); }
+        void verdict(const Json& v) override { c.recorded_verdict = v; }
+    } collect(out);
+    out.path = path;
+    return visit_timeline(path, collect, out.warnings, error);
 }
 
 }  // namespace stallscope

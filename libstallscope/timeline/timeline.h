@@ -53,8 +53,23 @@ struct TimelineContents {
     std::vector<std::string> warnings;  // torn/corrupt lines, wrong types (with line numbers)
 };
 
-// Reads a timeline, or a file of `stallscope --interval-seconds N --json` output (snapshot lines), which
-// replays the same way. Never throws on bad content; a missing/unreadable file sets `error`.
+// Receives a timeline line by line, in file order, so a 30-day recording is processed in constant memory.
+class TimelineVisitor {
+  public:
+    virtual ~TimelineVisitor() = default;
+    virtual void header(const Json&) {}
+    virtual void sample(Snapshot&& snapshot) = 0;
+    virtual void event(const Json&) {}
+    virtual void verdict(const Json&) {}
+};
+
+// Streams a timeline, or a file of `stallscope --interval-seconds N --json` output (snapshot lines), which
+// replays the same way. Bad lines become `warnings` (torn, corrupt, wrong types, with line numbers); only
+// a missing/unreadable file is an error.
+bool visit_timeline(const std::string& path, TimelineVisitor& visitor, std::vector<std::string>& warnings,
+                    std::string& error);
+
+// visit_timeline into memory (small files, tests).
 bool read_timeline(const std::string& path, TimelineContents& out, std::string& error);
 
 }  // namespace stallscope
