@@ -64,22 +64,35 @@ void HwSlowdownRule::evaluate(const RuleInput& in, std::vector<Finding>& out) {
         {kHwThermal, "gpu_hw_thermal_slowdown", "HW thermal slowdown"},
         {kHwSlowdown, "gpu_hw_slowdown", "HW slowdown (thermal or power protection)"},
     };
+    constexpr std::size_t kKinds = sizeof kinds / sizeof kinds[0];
+    static_assert(kKinds == sizeof(Window::set) / sizeof(double));
+    auto account = [&](Window& w, const Sample& s, double sign) {
+        w.total += sign * s.dt;
+        for (std::size_t i = 0; i < kKinds; ++i)
+            if (s.bits & kinds[i].bit) w.set[i] += sign * s.dt;
+    };
     for (const auto& g : in.cur.gpus) {
-        auto& h = history_[gpu_key(g)];
-        h.push_back({now, dt, hw_slowdown_bits(g)});
-        while (!h.empty() && h.front().time <= now - in.t.hw_slowdown_window_seconds) h.pop_front();
-        double total = 0;
-        for (const auto& s : h) total += s.dt;
-        if (total <= 0) continue;
-        for (const auto& k : kinds) {
-            double set = 0, since = 0;
-            for (const auto& s : h)
-                if (s.bits & k.bit) {
-                    set += s.dt;
-                    if (since == 0) since = s.time;
-                }
+        auto& w = history_[gpu_key(g)];
+        w.samples.push_back({now, dt, hw_slowdown_bits(g)});
+        account(w, w.samples.back(), +1);
+        while (!w.samples.empty() && w.samples.front().time <= now - in.t.hw_slowdown_window_seconds) {
+            account(w, w.samples.front(), -1);
+            w.samples.pop_front();
+        }
+        if (w.samples.empty()) w = Window{};  // no drift left behind by the subtractions
+        const double total = w.total;
+        if (total <= 1e-9) continue;
+        for (std::size_t i = 0; i < kKinds; ++i) {
+            const Kind& k = kinds[i];
+            const double set = w.set[i];
             const double share = set / total;
-            if (set <= 0 || share < in.t.hw_slowdown_min_share) continue;
+            if (set <= 1e-9 || share < in.t.hw_slowdown_min_share) continue;
+            double since = 0;  // only scanned when the rule fires
+            for (const auto& s : w.samples)
+                if (s.bits & k.bit) {
+                    since = s.time;
+                    break;
+                }
             Evidence ev = gpu_ids(g);
             ev["share"] = share;
             ev["window_seconds"] = total;

@@ -27,7 +27,14 @@ class HwSlowdownRule {
         double time, dt;
         unsigned bits;
     };
-    std::map<std::string, std::deque<Sample>> history_;
+    // The window with running sums, so a sample costs O(1) instead of a re-sum of up to 600 entries
+    // (this rule was the helper's largest per-sample cost, bench/RESULTS.md).
+    struct Window {
+        std::deque<Sample> samples;
+        double total = 0;
+        double set[3] = {0, 0, 0};  // per kind, in the order of the kinds table in the .cc
+    };
+    std::map<std::string, Window> history_;
     double last_time_ = -1;
 };
 
