@@ -15,7 +15,8 @@ passed=0 failed=0 skipped=0
 run_meson_tests() {
   local log
   log=$(mktemp)
-  meson test "$@" 2>&1 | tee "$log" | grep -vE '^\s*$' | grep -E '^ *[0-9]+/[0-9]+ |^(Ok|Fail|Skipped|Timeout|Expected Fail|Unexpected Pass):' || true
+  # Everything meson prints goes to the console: --print-errorlogs shows a failing test's output there.
+  meson test "$@" 2>&1 | tee "$log"
   passed=$((passed + $(awk '/^Ok:/ {print $2}' "$log" | tail -1 | grep -E '^[0-9]+$' || echo 0)))
   failed=$((failed + $(awk '/^(Fail|Timeout|Unexpected Pass):/ {s += $NF} END {print s + 0}' "$log")))
   skipped=$((skipped + $(awk '/^Skipped:/ {print $2}' "$log" | tail -1 | grep -E '^[0-9]+$' || echo 0)))
