@@ -159,9 +159,11 @@ int main(int argc, char** argv) {
             "samples/s: %.0fx short)\n",
             samples / r.wall, samples / r.cpu, bytes / 1048576 / r.wall, 1e6 / (samples / r.wall));
         std::printf(
-            "  verdict after %.2f s; 2.6 M samples (30 days at 1 s) extrapolated: %.0f s, %.1f GiB RSS\n",
+            "  verdict after %.2f s; 2.6 M samples (30 days at 1 s) extrapolated: %.0f s (peak RSS %.0f KiB "
+            "per "
+            "1000 samples here: ~0 when replay streams)\n",
             r.wall, r.wall * 2.6e6 / static_cast<double>(samples),
-            r.max_rss_kib / 1048576.0 * 2.6e6 / static_cast<double>(samples));
+            static_cast<double>(r.max_rss_kib) * 1000 / static_cast<double>(samples));
     } else {
         std::printf("\n(%s not built: in-process figures only)\n", binary.c_str());
     }
