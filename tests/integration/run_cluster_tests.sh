@@ -110,6 +110,10 @@ check "epilog wrote summary.json as the user" wait_until 20 test -f "$dir/summar
 [ -f "$dir/summary.json" ] && check "summary.json owned by $U" owned_by_user "$dir/summary.json"
 check "sacct AdminComment carries the stallscope/1 segment" wait_until 20 comment_matches "$id" '^stallscope/1 '
 check "epilog removed the run-dir state" wait_until 10 no_run_state "$id"
+# What an admin runs: one sacct call, our segment parsed back into a row with the job's verdict.
+jobs_lists() { "$HELPER" jobs --all-users --since now-1hours --json | grep -q "\"job_id\": \"$1\""; }
+check "stallscope jobs (sacct) lists job $id with its verdict" wait_until 20 jobs_lists "$id"
+check "stallscope jobs prints a table row for job $id" eval '"$HELPER" jobs --all-users --since now-1hours | grep -qE "^$id +$U +.*(FAST|SLOW|FAIL_RISK|UNKNOWN)"'
 
 echo "== sbatch --stallscope=1 with two srun steps: option reaches every step, one sampler per node"
 printf '#!/bin/sh\nsrun sleep 2\nsrun sleep 2\n' >"$W/sb.sh"
