@@ -164,8 +164,9 @@ int run_record(int argc, char** argv, int first) {
     for (const auto& [k, v] : verdict_fields.items()) verdict_line[k] = v;
     append(verdict_line);
     timeline.close();
-    if (!write_file_atomically(
-            verdict_path, verdict_document(header, verdict, timeline_path, warnings).dump(2) + "\n", error))
+    if (!write_file_atomically(verdict_path,
+                               verdict_document(header, verdict, timeline_path, warnings).dump(2) + "\n",
+                               true, error))
         std::fprintf(stderr, "stallscope: verdict: %s\n", error.c_str());
     write_segment(liveness_fd, compose_comment_segment(verdict, gpu_count, snap.host, verdict_path));
     sinks.close();

@@ -36,8 +36,9 @@ int run_summarize(int argc, char** argv, int first) {
         return 0;  // nothing recorded (e.g. the step was too short to start): not an error for the epilog
     }
     std::string error;
-    bool ok = write_file_atomically(dir + "/summary.json", job_report_json(report).dump(2) + "\n", error);
-    ok = ok && write_file_atomically(dir + "/summary.txt", job_report_text(report), error);
+    bool ok =
+        write_file_atomically(dir + "/summary.json", job_report_json(report).dump(2) + "\n", true, error);
+    ok = ok && write_file_atomically(dir + "/summary.txt", job_report_text(report), true, error);
     if (!ok) {
         std::fprintf(stderr, "stallscope: summarize: %s\n", error.c_str());
         return 1;

@@ -23,6 +23,29 @@ struct Reader {
     std::string string(const char* key) const;
     std::vector<std::string> strings(const char* key) const;
     void wrong_type(const char* key, const char* expected) const;
+
+    // An array of objects under `key`, each read by `read_one(const Reader&)` with `where` set to
+    // "<where>.<key>[i]"; a non-array or a non-object item becomes a problem, not an exception.
+    template <typename T, typename F>
+    std::vector<T> objects(const char* key, F read_one) const {
+        std::vector<T> out;
+        const Json* v = find(key);
+        if (!v) return out;
+        if (!v->is_array()) {
+            wrong_type(key, "an array");
+            return out;
+        }
+        for (std::size_t i = 0; i < v->size(); ++i) {
+            const Reader inner{(*v)[i], problems,
+                               (where.empty() ? "" : where + ".") + key + "[" + std::to_string(i) + "]"};
+            if (!(*v)[i].is_object()) {
+                problems.push_back(inner.where + ": expected an object");
+                continue;
+            }
+            out.push_back(read_one(inner));
+        }
+        return out;
+    }
 };
 
 }  // namespace stallscope::json_fields

@@ -20,27 +20,6 @@ NcclPeer read_peer(const Reader& r) {
     return p;
 }
 
-template <typename T, typename F>
-std::vector<T> read_list(const Reader& r, const char* key, F read_one) {
-    std::vector<T> out;
-    const Json* v = r.find(key);
-    if (!v) return out;
-    if (!v->is_array()) {
-        r.wrong_type(key, "an array");
-        return out;
-    }
-    for (std::size_t i = 0; i < v->size(); ++i) {
-        Reader inner{(*v)[i], r.problems,
-                     (r.where.empty() ? "" : r.where + ".") + key + "[" + std::to_string(i) + "]"};
-        if (!(*v)[i].is_object()) {
-            r.problems.push_back(inner.where + ": expected an object");
-            continue;
-        }
-        out.push_back(read_one(inner));
-    }
-    return out;
-}
-
 Reader sub(const Reader& r, const char* key) {
     static const Json empty = Json::object();
     const Json* v = r.find(key);
@@ -87,15 +66,15 @@ NcclCommunicator read_comm(const Reader& r) {
     c.size = static_cast<int>(r.integer("size").value_or(0));
     c.ranks_answered = static_cast<int>(r.integer("ranks_answered").value_or(0));
     c.status = r.string("status");
-    c.missing = read_list<NcclMissingRank>(r, "missing", [](const Reader& m) {
+    c.missing = r.objects<NcclMissingRank>("missing", [](const Reader& m) {
         return NcclMissingRank{read_peer(sub(m, "peer")), flag(m, "considered_dead"),
                                flag(m, "unresponsive")};
     });
-    c.errors = read_list<NcclRankError>(r, "errors", [](const Reader& e) {
+    c.errors = r.objects<NcclRankError>("errors", [](const Reader& e) {
         return NcclRankError{read_peer(sub(e, "peer")), e.string("error"),
                              static_cast<int>(e.integer("async_error").value_or(0)), flag(e, "abort")};
     });
-    c.mismatches = read_list<NcclCountMismatch>(r, "mismatches", [](const Reader& m) {
+    c.mismatches = r.objects<NcclCountMismatch>("mismatches", [](const Reader& m) {
         NcclCountMismatch x;
         x.function = m.string("function");
         x.max_count = m.u64("max_count").value_or(0);
@@ -145,9 +124,9 @@ NcclRasReport read_ras(const Reader& r) {
     x.collection_seconds = r.number("collection_seconds").value_or(0);
     x.timeouts = static_cast<int>(r.integer("timeouts").value_or(0));
     x.communicators_count = static_cast<int>(r.integer("communicators_count").value_or(0));
-    x.dead_processes = read_list<NcclPeer>(r, "dead_processes", read_peer);
-    x.missing_processes = read_list<NcclPeer>(r, "missing_processes", read_peer);
-    x.communicators = read_list<NcclCommunicator>(r, "communicators", read_comm);
+    x.dead_processes = r.objects<NcclPeer>("dead_processes", read_peer);
+    x.missing_processes = r.objects<NcclPeer>("missing_processes", read_peer);
+    x.communicators = r.objects<NcclCommunicator>("communicators", read_comm);
     return x;
 }
 
@@ -220,13 +199,13 @@ Json nccl_to_json(const NcclState& s) {
 NcclState nccl_from_json(const Json& object, std::vector<std::string>& problems) {
     NcclState s;
     const Reader r{object, problems, "nccl"};
-    s.ras = read_list<NcclRasReport>(r, "ras", read_ras);
-    s.ras_events = read_list<NcclRasEvent>(r, "ras_events", [](const Reader& e) {
+    s.ras = r.objects<NcclRasReport>("ras", read_ras);
+    s.ras_events = r.objects<NcclRasEvent>("ras_events", [](const Reader& e) {
         return NcclRasEvent{e.string("timestamp"), e.string("group"), e.string("event"),
                             read_peer(sub(e, "peer")), e.string("details")};
     });
     const Reader insp = sub(r, "inspector");
-    s.inspector.collectives = read_list<NcclCollectiveStats>(insp, "collectives", [](const Reader& c) {
+    s.inspector.collectives = insp.objects<NcclCollectiveStats>("collectives", [](const Reader& c) {
         NcclCollectiveStats x;
         x.comm = c.string("comm");
         x.coll = c.string("coll");
@@ -239,7 +218,7 @@ NcclState nccl_from_json(const Json& object, std::vector<std::string>& problems)
         x.median_exec_us = c.number("median_exec_us").value_or(0);
         return x;
     });
-    s.inspector.stragglers = read_list<NcclStraggler>(insp, "stragglers", [](const Reader& g) {
+    s.inspector.stragglers = insp.objects<NcclStraggler>("stragglers", [](const Reader& g) {
         NcclStraggler x;
         x.comm = g.string("comm");
         x.coll = g.string("coll");
@@ -250,7 +229,7 @@ NcclState nccl_from_json(const Json& object, std::vector<std::string>& problems)
         x.median_skew_us = g.number("median_skew_us").value_or(0);
         return x;
     });
-    s.log_events = read_list<NcclLogEvent>(r, "log_events", [](const Reader& e) {
+    s.log_events = r.objects<NcclLogEvent>("log_events", [](const Reader& e) {
         NcclLogEvent x;
         x.kind = e.string("kind");
         x.file = e.string("file");

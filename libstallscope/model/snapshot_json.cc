@@ -152,27 +152,6 @@ Json delta_table(const DeltaTable& t) {
     return o;
 }
 
-template <typename T, typename F>
-std::vector<T> read_array(const Reader& r, const char* key, F read_one) {
-    std::vector<T> out;
-    const Json* v = r.find(key);
-    if (!v) return out;
-    if (!v->is_array()) {
-        r.wrong_type(key, "an array");
-        return out;
-    }
-    for (std::size_t i = 0; i < v->size(); ++i) {
-        const Json& item = (*v)[i];
-        Reader inner{item, r.problems, std::string(key) + "[" + std::to_string(i) + "]"};
-        if (!item.is_object()) {
-            r.problems.push_back(inner.where + ": expected an object");
-            continue;
-        }
-        out.push_back(read_one(inner));
-    }
-    return out;
-}
-
 NetInterface read_interface(const Reader& r) {
     NetInterface i;
     i.name = r.string("name");
@@ -396,10 +375,10 @@ Snapshot snapshot_from_json(const Json& object, std::vector<std::string>& proble
             psi.memory_full_total_us = pr.u64("memory_full_total_us");
         }
     }
-    s.interfaces = read_array<NetInterface>(r, "interfaces", read_interface);
-    s.rdma = read_array<RdmaPort>(r, "rdma", read_rdma);
-    s.gpus = read_array<Gpu>(r, "gpus", read_gpu);
-    s.xid_events = read_array<XidEvent>(r, "xid_events", read_xid);
+    s.interfaces = r.objects<NetInterface>("interfaces", read_interface);
+    s.rdma = r.objects<RdmaPort>("rdma", read_rdma);
+    s.gpus = r.objects<Gpu>("gpus", read_gpu);
+    s.xid_events = r.objects<XidEvent>("xid_events", read_xid);
     if (const Json* n = r.find("nccl"); n && n->is_object()) s.nccl = nccl_from_json(*n, problems);
     if (const Json* f = r.find("collector_failures"); f && f->is_object())
         for (auto it = f->begin(); it != f->end(); ++it)

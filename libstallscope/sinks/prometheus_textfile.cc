@@ -6,8 +6,8 @@
 #include <charconv>
 #include <utility>
 
-#include "libstallscope/sinks/atomic_file_write.h"
 #include "libstallscope/sinks/prometheus_families.h"
+#include "libstallscope/util/atomic_file.h"
 #include "stallscope_config.h"
 
 namespace stallscope {
