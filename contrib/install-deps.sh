@@ -9,6 +9,8 @@ packages=(
   # build
   meson ninja-build g++ pkg-config nlohmann-json3-dev doctest-dev libcurl4-openssl-dev libslurm-dev
   clang-format python3
+  # libFuzzer targets (tests/fuzz)
+  clang libclang-rt-14-dev
   # the private Slurm cluster (tests/integration, README demo)
   slurmctld slurmd slurmdbd slurm-client munge mariadb-server slurm-wlm-mysql-plugin
   # real Prometheus parts the sink tests talk to

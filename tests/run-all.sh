@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs every test stallscope has: format check, unit + scenario tests (plain and ASan/UBSan builds), the
-# real-daemon tests (node_exporter, Alertmanager, promtool) and the real Slurm cluster tests.
+# Runs every test stallscope has: format check, unit + scenario tests (plain and ASan/UBSan builds), a
+# libFuzzer smoke run of every parser, the real-daemon tests (node_exporter, Alertmanager, promtool) and
+# the real Slurm cluster tests.
 # As root it first installs missing Debian packages (contrib/install-deps.sh); the cluster tests need root
 # and are skipped (exit 77, reported) otherwise.
 set -uo pipefail
@@ -46,6 +47,16 @@ fi
 if ninja -C build-asan; then
   UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 \
     run_meson_tests -C build-asan --suite unit --suite scenarios --print-errorlogs
+else
+  failed=$((failed + 1))
+fi
+
+step "fuzz smoke: every libFuzzer target for ${STALLSCOPE_FUZZ_SECONDS:-5} s (tests/fuzz/README.md for longer runs)"
+if command -v clang++ >/dev/null && tests/fuzz/run.sh "${STALLSCOPE_FUZZ_SECONDS:-5}"; then
+  passed=$((passed + 1))
+elif ! command -v clang++ >/dev/null; then
+  echo "fuzz: clang++ not installed (contrib/install-deps.sh installs it); skipped"
+  skipped=$((skipped + 1))
 else
   failed=$((failed + 1))
 fi
