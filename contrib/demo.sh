@@ -37,10 +37,10 @@ if [ "$FAKE_GPUS" = 1 ]; then
           STALLSCOPE_FAKE_NVML_FIXTURE="$REPO/fixtures/nodes/dgx-h100/nvml.json")
 fi
 
-say "running as $CLUSTER_USER: srun --stallscope=1 --gres=gpu:2 (a 12 s 'training' step)"
+say "running as $CLUSTER_USER: srun --stallscope=1 --gres=gpu:2 (a 35 s 'training' step: shorter ones get UNKNOWN step_too_short)"
 set -x
 runuser -u "$CLUSTER_USER" -- env -C "$WORK" "${JOBENV[@]}" \
-  srun --stallscope=1 --gres=gpu:2 --job-name=demo-train sh -c 'echo "job $SLURM_JOB_ID on $(hostname), GPUs $CUDA_VISIBLE_DEVICES"; sleep 12'
+  srun --stallscope=1 --gres=gpu:2 --job-name=demo-train sh -c 'echo "job $SLURM_JOB_ID on $(hostname), GPUs $CUDA_VISIBLE_DEVICES"; sleep 35'
 { set +x; } 2>/dev/null
 JOB=$(sacct -n -X -P -o JobID --name=demo-train -u "$CLUSTER_USER" | tail -1)
 OUT="$WORK/stallscope-$JOB"

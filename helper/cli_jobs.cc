@@ -43,7 +43,7 @@ int run_jobs(int argc, char** argv, int first) {
     std::istringstream lines(r.output);
     std::string line;
     if (!args.has("json"))
-        std::printf("%-12s %-10s %-16s %-10s %-10s %-9s %5s  %s\n", "JOBID", "USER", "NAME", "STATE",
+        std::printf("%-12s %-14s %-16s %-10s %-10s %-9s %5s  %s\n", "JOBID", "USER", "NAME", "STATE",
                     "ELAPSED", "VERDICT", "CONF", "TOP REASON");
     while (std::getline(lines, line)) {
         const auto f = split(line, '|');
@@ -66,7 +66,7 @@ int run_jobs(int argc, char** argv, int first) {
                                 {"node", seg->node},
                                 {"verdict_file", seg->file}});
         } else {
-            std::printf("%-12s %-10s %-16.16s %-10.10s %-10s %-9s %5.2f  %s\n", f[0].c_str(), f[1].c_str(),
+            std::printf("%-12s %-14s %-16.16s %-10.10s %-10s %-9s %5.2f  %s\n", f[0].c_str(), f[1].c_str(),
                         f[2].c_str(), f[3].c_str(), f[4].c_str(), seg->label.c_str(), seg->confidence,
                         seg->top.c_str());
         }

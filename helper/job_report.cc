@@ -333,6 +333,14 @@ JobReport build_job_report(const std::vector<std::string>& inputs) {
         }
         std::vector<GpuStats> gpus;
         stats.finish(node.host, gpus, job.ports);
+        if (gpus.empty() && r.first_sample && !r.first_sample->context.gpus.empty()) {
+            // Say why allocated GPUs show no numbers (no driver, NVML missing) instead of a silent "0 GPUs".
+            std::string why = "no GPU telemetry";
+            for (const auto& w : r.first_sample->warnings)
+                if (w.find("GPU") != std::string::npos) why = w;
+            job.notes.push_back(node.host + ": " + std::to_string(r.first_sample->context.gpus.size()) +
+                                " GPU(s) allocated but none measured - " + why);
+        }
         if (!gpus.empty()) {
             node.mean_gpu_util_pct = 0;
             for (const auto& g : gpus)

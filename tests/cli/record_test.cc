@@ -179,3 +179,20 @@ TEST_CASE(
                           reason["message"].get<std::string>().find("timed out") != std::string::npos);
     CHECK(named);
 }
+
+TEST_CASE("a step given 2 GPUs on a node without NVML says so in the report instead of showing 0 GPUs") {
+    const std::string out = make_temp_dir("nogpu") + "/stallscope-4242";
+    auto env = job_env("vm");
+    env.push_back("SLURM_STEP_GPUS=0,1");
+    env.push_back("STALLSCOPE_NVML_LIBRARY=/nonexistent/libnvidia-ml.so.1");
+    REQUIRE(
+        run_process(
+            {STALLSCOPE_EXE, "record", "--out-dir", out, "--interval-seconds", "0.05", "--count", "2"}, env)
+            .exit_code == 0);
+    const auto report = run_process({STALLSCOPE_EXE, "report", out, "--json"});
+    REQUIRE(report.exit_code == 0);
+    const Json j = Json::parse(report.out);
+    REQUIRE(j["notes"].size() >= 1);
+    CHECK(j["notes"][0].get<std::string>().find("2 GPU(s) allocated but none measured") != std::string::npos);
+    CHECK(j["notes"][0].get<std::string>().find("NVML unavailable") != std::string::npos);
+}
