@@ -244,7 +244,7 @@ std::string format_rfc3339(double epoch_seconds) {
     const std::time_t t = static_cast<std::time_t>(whole);
     std::tm tm{};
     ::gmtime_r(&t, &tm);
-    char buf[40];
+    char buf[96];  // room for any int the compiler cannot rule out (-Wformat-truncation)
     std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
                   tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, millis);
     return buf;
@@ -318,12 +318,12 @@ Json to_json(const Rates& r) {
 Snapshot snapshot_from_json(const Json& object, std::vector<std::string>& problems) {
     Snapshot s;
     Reader r{object, problems, ""};
-    if (auto t = r.number("unix_time")) {
-        s.time = *t;
-    } else if (const Json* t = r.find("time"); t && t->is_number()) {
-        s.time = t->get<double>();
-    } else if (t && t->is_string()) {
-        if (auto parsed = parse_rfc3339(t->get<std::string>()))
+    if (auto unix_time = r.number("unix_time")) {
+        s.time = *unix_time;
+    } else if (const Json* time_field = r.find("time"); time_field && time_field->is_number()) {
+        s.time = time_field->get<double>();
+    } else if (time_field && time_field->is_string()) {
+        if (auto parsed = parse_rfc3339(time_field->get<std::string>()))
             s.time = *parsed;
         else
             problems.push_back("time: not RFC 3339");
