@@ -266,6 +266,38 @@ void find_worst_port(JobReport& job) {
     if (worst) job.worst_port = (job.nodes.size() > 1 ? worst->host + ":" : "") + worst->port;
 }
 
+// A timeline without a verdict line: its helper stopped before the step ended (SIGKILL, OOM kill, crash)
+// or is still running. What it flushed is replayed as usual; the job verdict says the recording is
+// partial, and a FAST over partial data becomes UNKNOWN (silence must not read as FAST).
+void note_incomplete_recordings(JobReport& job) {
+    for (const auto& n : job.nodes) {
+        if (n.replay.recorded_verdict.is_object() || !n.replay.header.is_object()) continue;
+        ReasonSummary r;
+        r.reason.code = "recording_incomplete";
+        r.reason.category = "telemetry";
+        r.reason.severity = "warning";
+        r.reason.label = kLabelUnknown;
+        r.reason.subject = n.host;
+        r.reason.message = n.host + ": " + n.timeline_path +
+                           " ends without a verdict line - the helper stopped before the step ended "
+                           "(killed, crashed, or still running); the " +
+                           std::to_string(n.replay.samples) + " samples it flushed" +
+                           (n.replay.samples ? " (up to " + format_rfc3339(n.replay.verdict.end_time) + ")"
+                                             : std::string()) +
+                           " are replayed";
+        r.reason.evidence = {{"samples_flushed", static_cast<double>(n.replay.samples)}};
+        r.reason.first_seen = n.replay.verdict.end_time;
+        r.last_seen = n.replay.verdict.end_time;
+        job.verdict.reasons.push_back(std::move(r));
+        if (job.verdict.label == kLabelFast || job.verdict.label == kLabelUnknown) {
+            job.verdict.label = kLabelUnknown;
+            if (std::find(job.verdict.unknown_reasons.begin(), job.verdict.unknown_reasons.end(),
+                          "recording_incomplete") == job.verdict.unknown_reasons.end())
+                job.verdict.unknown_reasons.push_back("recording_incomplete");
+        }
+    }
+}
+
 void write_notes(JobReport& job) {
     char buf[256];
     int idle = 0;
@@ -353,6 +385,7 @@ JobReport build_job_report(const std::vector<std::string>& inputs) {
     find_straggler_node(job);
     find_straggler_gpu(job);
     find_worst_port(job);
+    note_incomplete_recordings(job);
     order_reasons(job.verdict);
     if (job.nodes.size() > 1) job.verdict.worst_port = job.worst_port;
     write_notes(job);

@@ -1,5 +1,9 @@
 // `stallscope report` on a recorded 4-node job (fixtures/timelines/job-4242, see make_multinode_job.py).
 #include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
 
 #include "libstallscope/model/snapshot_json.h"
 #include "tests/support/run_process.h"
@@ -67,4 +71,33 @@ TEST_CASE("report on a directory without timelines fails with a clear message") 
     const auto r = run_process({STALLSCOPE_EXE, "report", std::string(STALLSCOPE_FIXTURES_DIR) + "/nodes"});
     CHECK(r.exit_code == 1);
     CHECK(r.err.find("no timeline.*.jsonl files") != std::string::npos);
+}
+
+TEST_CASE("a timeline without its verdict line (helper killed mid-step) makes the job UNKNOWN, named") {
+    // The helper's timeline up to the kill: every flushed sample, no verdict line.
+    std::ifstream in(kJobDir + "/timeline.0.gpu-node-01.jsonl");
+    std::vector<std::string> lines;
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    REQUIRE(lines.size() > 3);
+    REQUIRE(lines.back().find("\"type\":\"verdict\"") != std::string::npos);
+    char dir[] = "/tmp/stallscope-report-test.XXXXXX";
+    REQUIRE(mkdtemp(dir) != nullptr);
+    const std::string cut = std::string(dir) + "/timeline.0.gpu-node-01.jsonl";
+    {
+        std::ofstream out(cut);
+        for (std::size_t i = 0; i + 1 < lines.size(); ++i) out << lines[i] << "\n";
+    }
+    const auto r = run_process({STALLSCOPE_EXE, "report", dir, "--json"});
+    std::remove(cut.c_str());
+    rmdir(dir);
+    REQUIRE(r.exit_code == 0);
+    const Json j = Json::parse(r.out);
+    CHECK(j["verdict"]["label"] == "UNKNOWN");
+    CHECK(j["verdict"]["unknown_reasons"] == Json::array({"recording_incomplete"}));
+    REQUIRE(j["verdict"]["reasons"].size() == 1);
+    const Json& reason = j["verdict"]["reasons"][0];
+    CHECK(reason["code"] == "recording_incomplete");
+    CHECK(reason["subject"] == "gpu-node-01");
+    CHECK(reason["message"].get<std::string>().find("30 samples it flushed (up to 2026-11-22T05:04:50") !=
+          std::string::npos);
 }
