@@ -92,6 +92,7 @@ int run_record(int argc, char** argv, int first) {
     if (auto lock = args.value("lock-file"); lock && take_node_lock(*lock, warnings) < 0) {
         std::fprintf(stderr,
                      "stallscope: another step of this job already samples this node; not sampling\n");
+        write_segment(liveness_fd, kNotSamplingLine);
         return 0;
     }
     const OutputDir out = choose_output_dir(*requested_dir);

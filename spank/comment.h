@@ -12,6 +12,9 @@ namespace stallscope::spank {
 inline constexpr std::size_t kCommentCap = 1024;  // Slurm's Comment limit; we keep AdminComment under it
 inline constexpr std::size_t kSegmentCap = 512;
 inline constexpr std::string_view kSegmentPrefix = "stallscope/1 ";
+// The helper's fd-3 line when it leaves the node to another step of the same job (per-node lock):
+// an early exit by design, not a crash (libstallscope/timeline/job_comment.h kNotSamplingLine).
+inline constexpr std::string_view kNotSamplingLine = "stallscope-not-sampling";
 inline constexpr std::string_view kSegmentSeparator = "; ";
 
 // The helper runs as the user, so its line is untrusted: keep the first line only, drop trailing

@@ -158,24 +158,56 @@ bool prepare_run_dir() {
     return true;
 }
 
+// A helper that was gone before the step ended without leaving a verdict (SIGKILL, OOM kill, crash):
+// the job still gets a segment, so sacct says the recording is incomplete instead of nothing.
+std::string helper_died_segment(const StopResult& stopped) {
+    char host[256] = "";
+    if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+    std::string segment = std::string(kSegmentPrefix) + "UNKNOWN conf=0.00 top=helper_died";
+    if (!stopped.exit_status.empty()) {
+        std::string how = stopped.exit_status.substr(0, stopped.exit_status.find(' ', 7));  // "signal 9"
+        for (char& c : how)
+            if (c == ' ') c = '_';
+        segment += ":" + how;
+    }
+    segment += " gpus=0 dur=0";
+    if (host[0] != '\0') segment += std::string(" node=") + host;
+    return sanitize_segment(segment).value_or("");
+}
+
 void stop_and_collect() {
     if (g_step.helper.read_fd < 0) return;
     pid_t pid = g_step.helper.pid;
     StopResult stopped = stop_helper(g_step.helper, g_step.config.stop_timeout);
-    std::optional<std::string> segment = sanitize_segment(stopped.output);
+    const bool not_sampling = stopped.output.rfind(kNotSamplingLine, 0) == 0;
+    std::optional<std::string> segment = not_sampling ? std::nullopt : sanitize_segment(stopped.output);
+    const std::string how = stopped.exit_status.empty() ? "" : " (" + stopped.exit_status + ")";
     if (stopped.killed)
         slurm_error("stallscope: job %s step %s: helper %d did not finish within stop_timeout=%us; killed it",
                     g_step.job_id.c_str(), step_label(g_step.step_id).c_str(), pid,
                     g_step.config.stop_timeout);
-    if (!stopped.output.empty() && !segment)
+    if (!stopped.output.empty() && !segment && !not_sampling)
         slurm_error(
             "stallscope: job %s: ignoring the helper's result line: not a printable 'stallscope/1 ...' "
             "segment",
             g_step.job_id.c_str());
-    slurm_verbose("stallscope: job %s step %s: helper %d stopped after %d ms%s", g_step.job_id.c_str(),
+    if (not_sampling) {
+        slurm_verbose("stallscope: job %s step %s: helper %d left the node to another step of the job%s",
+                      g_step.job_id.c_str(), step_label(g_step.step_id).c_str(), pid, how.c_str());
+        return;
+    }
+    if (!segment && stopped.ended_early) {
+        slurm_error(
+            "stallscope: job %s step %s: helper %d died during the step without a verdict%s "
+            "(killed or crashed; the timeline keeps what it flushed)",
+            g_step.job_id.c_str(), step_label(g_step.step_id).c_str(), pid,
+            how.empty() ? " (exit status already reaped by slurmstepd)" : how.c_str());
+        g_step.segment = helper_died_segment(stopped);
+        return;
+    }
+    slurm_verbose("stallscope: job %s step %s: helper %d stopped after %d ms%s%s", g_step.job_id.c_str(),
                   step_label(g_step.step_id).c_str(), pid, stopped.waited_ms,
-                  segment ? " with a verdict"
-                          : " without a verdict (lost the per-node lock to another step, or exited early)");
+                  segment ? " with a verdict" : " without a verdict", how.c_str());
     if (!segment) return;
     g_step.segment = *segment;
     std::string file = segment_file(*segment);

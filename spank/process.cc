@@ -194,14 +194,23 @@ void send_signal(const HelperProcess& h, int sig) {
     if (h.pid > 0) kill(h.pid, sig);
 }
 
-// Reaps pid if it is our child and gone within wait_ms; slurmstepd's own wait loop may already have
-// reaped it (ECHILD), which is fine.
-void reap(pid_t pid, int wait_ms) {
+std::string describe_status(int status) {
+    if (WIFEXITED(status)) return "exit " + std::to_string(WEXITSTATUS(status));
+    if (WIFSIGNALED(status))
+        return "signal " + std::to_string(WTERMSIG(status)) + " (" + strsignal(WTERMSIG(status)) + ")";
+    return "status " + std::to_string(status);
+}
+
+// Reaps pid if it is our child and gone within wait_ms and returns how it ended; "" when slurmstepd's
+// own wait loop (wait3 on any child while tasks run) reaped it first (ECHILD), which is fine.
+std::string reap(pid_t pid, int wait_ms) {
     long deadline = now_ms() + wait_ms;
     while (true) {
-        pid_t r = waitpid(pid, nullptr, WNOHANG);
-        if (r == pid || (r < 0 && errno != EINTR)) return;
-        if (now_ms() >= deadline) return;
+        int status = 0;
+        pid_t r = waitpid(pid, &status, WNOHANG);
+        if (r == pid) return describe_status(status);
+        if (r < 0 && errno != EINTR) return "";
+        if (now_ms() >= deadline) return "";
         usleep(10000);
     }
 }
@@ -243,8 +252,10 @@ StopResult stop_helper(HelperProcess& h, unsigned timeout_s) {
     if (h.read_fd < 0) return result;
     long start = now_ms();
     bool eof = drain(h.read_fd, result.output, 4096);
+    result.ended_early = eof;
     if (!eof) {
         send_signal(h, SIGTERM);
+        send_signal(h, SIGCONT);
         eof = read_until_eof(h.read_fd, result.output, 4096, start + 1000L * timeout_s);
     }
     if (!eof) {
@@ -253,7 +264,7 @@ StopResult stop_helper(HelperProcess& h, unsigned timeout_s) {
         if (h.pid > 0) kill(-h.pid, SIGKILL);  // its process group (setpgid in the child)
         read_until_eof(h.read_fd, result.output, 4096, now_ms() + 1000);
     }
-    reap(h.pid, 200);
+    result.exit_status = reap(h.pid, 200);
     result.waited_ms = static_cast<int>(now_ms() - start);
     close_helper(h);
     return result;

@@ -35,13 +35,16 @@ std::optional<HelperProcess> spawn_helper(const std::vector<std::string>& argv,
                                           std::string* error);
 
 struct StopResult {
-    std::string output;   // what the helper wrote to fd 3 (first 4 KiB)
-    bool killed = false;  // SIGKILLed after the timeout
+    std::string output;        // what the helper wrote to fd 3 (first 4 KiB)
+    bool killed = false;       // SIGKILLed after the timeout
+    bool ended_early = false;  // fd 3 was already at EOF: the helper had exited before we asked it to
+    std::string exit_status;   // "exit 0", "signal 9 (Killed)"; "" when slurmstepd reaped it first
     int waited_ms = 0;
 };
 
-// SIGTERM (unless the pipe already reached EOF), read fd 3 until EOF for at most timeout_s, then
-// SIGKILL and a short final wait; reaps the child if it is still ours. Leaves `helper` closed.
+// SIGTERM + SIGCONT (unless the pipe already reached EOF; SIGCONT so a SIGSTOPped helper wakes up, sees
+// the pending SIGTERM and writes its verdict), read fd 3 until EOF for at most timeout_s, then SIGKILL
+// and a short final wait; reaps the child if it is still ours. Leaves `helper` closed.
 StopResult stop_helper(HelperProcess& helper, unsigned timeout_s);
 
 // SIGKILL without waiting (slurm_spank_exit when no task_exit ran), then close and reap.

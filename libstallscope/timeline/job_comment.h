@@ -12,6 +12,9 @@
 namespace stallscope {
 
 inline constexpr const char* kCommentPrefix = "stallscope/1 ";
+// Written to the plugin's liveness fd instead of a segment when another step of the job already samples
+// this node, so the plugin can tell that early exit from a crash (spank/comment.h kNotSamplingLine).
+inline constexpr const char* kNotSamplingLine = "stallscope-not-sampling";
 inline constexpr std::size_t kCommentMaxLength = 1024;
 
 // Values are made of [A-Za-z0-9._/:@+-] only; anything else in a path is %XX-encoded so the segment

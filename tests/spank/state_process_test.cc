@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdlib>
 
 #include "spank/process.h"
@@ -138,6 +139,47 @@ TEST_CASE("helper spawn: a helper ignoring SIGTERM is killed after stop_timeout"
     CHECK(r.killed);
     CHECK(r.waited_ms >= 1000);
     CHECK(r.waited_ms < 3000);
+}
+
+TEST_CASE("helper spawn: a SIGSTOPped helper is woken up by the stop and finishes gracefully") {
+    if (geteuid() != 0) {
+        MESSAGE("skipped: the identity switch needs root");
+        return;
+    }
+    std::string error;
+    auto h = spawn_helper(
+        {"/bin/sh", "-c",
+         "trap 'echo \"stallscope/1 FAST woke\" >&3; exit 0' TERM; while :; do sleep 0.05; done"},
+        {"PATH=/bin:/usr/bin"}, {0, 0, {0}}, &error);
+    REQUIRE_MESSAGE(h, error);
+    usleep(200000);
+    REQUIRE(kill(h->pid, SIGSTOP) == 0);
+    usleep(100000);
+    StopResult r = stop_helper(*h, 5);
+    CHECK_FALSE(r.killed);
+    CHECK_FALSE(r.ended_early);
+    CHECK(r.output == "stallscope/1 FAST woke\n");
+    CHECK(r.waited_ms < 2000);  // not the 5 s stop_timeout
+    CHECK(r.exit_status == "exit 0");
+}
+
+TEST_CASE("helper spawn: a helper that died mid-step is reported as ended early, with its signal") {
+    if (geteuid() != 0) {
+        MESSAGE("skipped: the identity switch needs root");
+        return;
+    }
+    std::string error;
+    auto h = spawn_helper({"/bin/sh", "-c", "while :; do sleep 0.05; done"}, {"PATH=/bin:/usr/bin"},
+                          {0, 0, {0}}, &error);
+    REQUIRE_MESSAGE(h, error);
+    usleep(100000);
+    REQUIRE(kill(h->pid, SIGKILL) == 0);
+    usleep(100000);  // the pipe's write end closes with the process
+    StopResult r = stop_helper(*h, 5);
+    CHECK(r.ended_early);
+    CHECK_FALSE(r.killed);
+    CHECK(r.output.empty());
+    CHECK(r.exit_status.rfind("signal 9 (", 0) == 0);
 }
 
 TEST_CASE("helper spawn: a missing binary is reported synchronously with the reason") {
