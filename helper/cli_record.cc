@@ -15,6 +15,7 @@
 
 #include "helper/cli_args.h"
 #include "helper/output_dir.h"
+#include "helper/output_fallback.h"
 #include "helper/output_sinks.h"
 #include "helper/stop_signal.h"
 #include "helper/subcommands.h"
@@ -116,7 +117,6 @@ int run_record(int argc, char** argv, int first) {
     const std::string stem = file_name_part(snap.context.step_id.empty() ? "0" : snap.context.step_id) + "." +
                              file_name_part(snap.host);
     const std::string timeline_path = out.path + "/timeline." + stem + ".jsonl";
-    const std::string verdict_path = out.path + "/verdict." + stem + ".json";
     // Our diagnostics go to a log next to the timeline (the plugin gives us /dev/null as stderr).
     const std::string log_path = out.path + "/helper." + stem + ".log";
     if (int log = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644);
@@ -130,8 +130,19 @@ int run_record(int argc, char** argv, int first) {
     if (!timeline.open(timeline_path, error)) warnings.push_back("timeline: " + error);
     const Json header = timeline_header(snap, interval, thresholds_as_pairs(thresholds));
     long write_failures = 0;
+    std::string dir = out.path;  // where the files go now: the fallback once the output dir fails
+    bool relocated = false;
     auto append = [&](const Json& line) {
-        if (timeline.is_open() && !timeline.append(line, error) && write_failures++ == 0)
+        if (!timeline.is_open() || timeline.append(line, error)) return;
+        if (!relocated) {  // disk or quota full, I/O error: move to the fallback dir once and go on
+            relocated = true;
+            std::string warning;
+            const bool moved = relocate_timeline(timeline, out.path, "failed during the step (" + error + ")",
+                                                 &dir, &warning);
+            warnings.push_back(warning);
+            if (moved && timeline.append(line, error)) return;
+        }
+        if (write_failures++ == 0)
             warnings.push_back("timeline write failed (" + error + "); later lines may be missing");
     };
     append(header);
@@ -164,12 +175,22 @@ int run_record(int argc, char** argv, int first) {
     const Json verdict_fields = to_json(verdict);
     for (const auto& [k, v] : verdict_fields.items()) verdict_line[k] = v;
     append(verdict_line);
+    const std::string final_timeline = timeline.path().empty() ? timeline_path : timeline.path();
     timeline.close();
-    if (!write_file_atomically(verdict_path,
-                               verdict_document(header, verdict, timeline_path, warnings).dump(2) + "\n",
-                               true, error))
-        std::fprintf(stderr, "stallscope: verdict: %s\n", error.c_str());
-    write_segment(liveness_fd, compose_comment_segment(verdict, gpu_count, snap.host, verdict_path));
+    std::string verdict_file = dir + "/verdict." + stem + ".json";
+    if (!write_file_atomically(verdict_file,
+                               verdict_document(header, verdict, final_timeline, warnings).dump(2) + "\n",
+                               true, error)) {
+        const OutputDir fallback = fallback_output_dir(dir, "refused the verdict (" + error + ")");
+        warnings.push_back(fallback.warning);
+        verdict_file = fallback.path + "/verdict." + stem + ".json";
+        if (fallback.path.empty() ||
+            !write_file_atomically(verdict_file,
+                                   verdict_document(header, verdict, final_timeline, warnings).dump(2) + "\n",
+                                   true, error))
+            std::fprintf(stderr, "stallscope: verdict: %s\n", error.c_str());
+    }
+    write_segment(liveness_fd, compose_comment_segment(verdict, gpu_count, snap.host, verdict_file));
     sinks.close();
     return 0;
 }

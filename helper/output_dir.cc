@@ -52,9 +52,7 @@ std::string file_name_part(const std::string& text) {
     return out;
 }
 
-OutputDir choose_output_dir(const std::string& requested) {
-    std::string error;
-    if (writable_dir(requested, error)) return {requested, ""};
+OutputDir fallback_output_dir(const std::string& requested, const std::string& why) {
     const char* tmp = std::getenv("TMPDIR");
     const std::string base =
         std::string(tmp && *tmp == '/' ? tmp : "/tmp") + "/stallscope-" + std::to_string(::getuid());
@@ -63,10 +61,15 @@ OutputDir choose_output_dir(const std::string& requested) {
         file_name_part(slash == std::string::npos ? requested : requested.substr(slash + 1));
     std::string fallback_error;
     if (private_dir(base, fallback_error) && writable_dir(base + "/" + leaf, fallback_error))
-        return {base + "/" + leaf, "output dir " + requested + " not writable (" + error + "); wrote to " +
-                                       base + "/" + leaf + " instead"};
-    return {"", "output dir " + requested + " not writable (" + error + ") and no fallback (" +
-                    fallback_error + ")"};
+        return {base + "/" + leaf,
+                "output dir " + requested + " " + why + "; wrote to " + base + "/" + leaf + " instead"};
+    return {"", "output dir " + requested + " " + why + " and no fallback (" + fallback_error + ")"};
+}
+
+OutputDir choose_output_dir(const std::string& requested) {
+    std::string error;
+    if (writable_dir(requested, error)) return {requested, ""};
+    return fallback_output_dir(requested, "not writable (" + error + ")");
 }
 
 }  // namespace stallscope::cli

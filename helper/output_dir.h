@@ -16,6 +16,10 @@ struct OutputDir {
 // us with mode 0700 (never follow a symlink planted in /tmp). Empty path when both fail.
 OutputDir choose_output_dir(const std::string& requested);
 
+// Only the fallback, for a directory that went bad during the step (disk full); `why` completes
+// "output dir <requested> ..." in the warning.
+OutputDir fallback_output_dir(const std::string& requested, const std::string& why);
+
 // File-name-safe form of a step id or host name: [A-Za-z0-9._-], anything else becomes '_'.
 std::string file_name_part(const std::string& text);
 

@@ -1,4 +1,5 @@
 // `stallscope record` as the SPANK plugin runs it, then replay/report/summarize on what it wrote.
+#include <dirent.h>
 #include <doctest/doctest.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -144,6 +145,56 @@ TEST_CASE("an unwritable output dir falls back to a private dir and the verdict 
     const Json v = read_json(only_file(fallback, "verdict.0."));
     REQUIRE(v["warnings"].size() >= 1);
     CHECK(v["warnings"][0].get<std::string>().find("not writable") != std::string::npos);
+}
+
+TEST_CASE("a disk that fills up during the step: the timeline moves to the fallback dir, nothing lost") {
+    if (::geteuid() != 0) {
+        MESSAGE("skipped: mounting a small tmpfs needs root");
+        return;
+    }
+    const std::string tmp = make_temp_dir("full");
+    const std::string disk = tmp + "/disk";
+    REQUIRE(::mkdir(disk.c_str(), 0755) == 0);
+    // 64 KiB: room for the header and a dozen samples, then ENOSPC in the middle of a line.
+    REQUIRE(run_process({"/bin/mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", disk}).exit_code == 0);
+    const auto r = run_process(
+        {STALLSCOPE_EXE, "record", "--out-dir", disk + "/stallscope-4242", "--interval-seconds", "0.02",
+         "--count", "60"},
+        [&] {
+            auto env = job_env("vm");
+            env.push_back("TMPDIR=" + tmp);
+            return env;
+        }(),
+        30);
+    std::string left_on_disk;
+    if (DIR* d = ::opendir((disk + "/stallscope-4242").c_str())) {
+        while (dirent* e = ::readdir(d))
+            if (std::string(e->d_name).rfind("timeline.", 0) == 0) left_on_disk += e->d_name;
+        ::closedir(d);
+    }
+    run_process({"/bin/umount", disk});
+    REQUIRE(r.exit_code == 0);
+    CHECK(left_on_disk.empty());  // moved, giving the full disk its space back
+    const std::string fallback = tmp + "/stallscope-" + std::to_string(::getuid()) + "/stallscope-4242";
+    const std::string timeline = only_file(fallback, "timeline.0.");
+    std::ifstream in(timeline);
+    int samples = 0, headers = 0, verdicts = 0;
+    for (std::string line; std::getline(in, line);) {
+        const Json j = Json::parse(line);  // every line complete: the torn one was dropped and rewritten
+        samples += j["type"] == "sample";
+        headers += j["type"] == "header";
+        verdicts += j["type"] == "verdict";
+    }
+    CHECK(samples == 60);
+    CHECK(headers == 1);
+    CHECK(verdicts == 1);
+    const Json v = read_json(only_file(fallback, "verdict.0."));
+    REQUIRE(v["warnings"].size() >= 1);
+    const std::string warning = v["warnings"].back().get<std::string>();
+    CHECK(warning.find("No space left on device") != std::string::npos);
+    CHECK(warning.find("moved it (every complete line) to " + timeline) != std::string::npos);
+    const auto replay = run_process({STALLSCOPE_EXE, "replay", timeline, "--json"});
+    CHECK(Json::parse(replay.out)["matches_recorded"] == true);
 }
 
 TEST_CASE("replay skips a torn last line with a warning and still gives a verdict") {
