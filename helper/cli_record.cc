@@ -17,6 +17,7 @@
 #include "helper/output_dir.h"
 #include "helper/output_fallback.h"
 #include "helper/output_sinks.h"
+#include "helper/sampling_gap.h"
 #include "helper/stop_signal.h"
 #include "helper/subcommands.h"
 #include "helper/thresholds_option.h"
@@ -149,6 +150,15 @@ int run_record(int argc, char** argv, int first) {
 
     const double started = monotonic_now();
     double next = started;
+    double last_sample_at = started;  // monotonic
+    int gaps = 0;
+    // A sampling gap (helper stopped, frozen or starved): an event line, and a warning for the first few.
+    auto note_gap = [&](double since_last, double planned, bool until_stop) {
+        if (!is_sampling_gap(since_last, planned)) return;
+        append(sampling_gap_event(snap.time, since_last, until_stop));
+        if (++gaps <= 5) warnings.push_back(sampling_gap_warning(snap.time, since_last, until_stop));
+        if (gaps == 6) warnings.push_back("more sampling gaps: see the sampling_gap events in the timeline");
+    };
     std::optional<Snapshot> previous;
     int gpu_count = 0;
     for (long n = 0;; ++n) {
@@ -158,11 +168,19 @@ int run_record(int argc, char** argv, int first) {
         sinks.publish(snap, profile, profiler.last_rates());
         gpu_count = std::max<int>(gpu_count, static_cast<int>(snap.gpus.size()));
         if (max_samples > 0 && n + 1 >= max_samples) break;
-        next += (monotonic_now() - started < kDenseStartSeconds) ? std::min(interval, kDenseIntervalSeconds)
-                                                                 : interval;
+        const double planned = (monotonic_now() - started < kDenseStartSeconds)
+                                   ? std::min(interval, kDenseIntervalSeconds)
+                                   : interval;
+        next += planned;
         if (next < monotonic_now()) next = monotonic_now();
         sleep_until(next);
-        if (stop_requested()) break;
+        if (stop_requested()) {
+            note_gap(monotonic_now() - last_sample_at, planned, true);
+            break;
+        }
+        const double sampled_at = monotonic_now();
+        note_gap(sampled_at - last_sample_at, planned, false);  // before snap moves: the gap starts at it
+        last_sample_at = sampled_at;
         previous = std::move(snap);
         snap = sampler.sample();
     }

@@ -116,6 +116,35 @@ TEST_CASE("SIGTERM stops the helper within a second, with the verdict written an
     CHECK(v["verdict"]["samples"].get<int>() >= 2);
 }
 
+TEST_CASE("a helper stopped (SIGSTOP) until the step ends: woken by the stop, the verdict names the gap") {
+    const std::string out = make_temp_dir("stopped") + "/stallscope-4242";
+    const int pid = start_process({STALLSCOPE_EXE, "record", "--out-dir", out, "--interval-seconds", "0.2"},
+                                  job_env("vm"), -1);
+    ::usleep(1000000);
+    REQUIRE(::kill(pid, SIGSTOP) == 0);
+    ::sleep(6);  // > the 5.2 s gap threshold at a 0.2 s interval
+    // What the plugin does at the step's end: SIGTERM, then SIGCONT so the stopped helper can act on it.
+    ::kill(pid, SIGTERM);
+    ::kill(pid, SIGCONT);
+    CHECK(wait_process(pid, 5) == 0);
+    const Json v = read_json(only_file(out, "verdict.0."));
+    bool warned = false;
+    for (const auto& w : v["warnings"])
+        warned = warned || w.get<std::string>().find("before the stop (from ") != std::string::npos;
+    CHECK_MESSAGE(warned, v["warnings"].dump());
+    std::ifstream in(only_file(out, "timeline.0."));
+    int gap_events = 0;
+    for (std::string line; std::getline(in, line);) {
+        const Json j = Json::parse(line);
+        if (j["type"] == "event" && j["kind"] == "sampling_gap") {
+            ++gap_events;
+            CHECK(j["until_stop"] == true);
+            CHECK(j["seconds"].get<double>() >= 5.5);
+        }
+    }
+    CHECK(gap_events == 1);
+}
+
 TEST_CASE("a second step of the same job finds the node lock taken and does not sample") {
     const std::string dir = make_temp_dir("lock");
     const std::string lock = dir + "/sampler.lock";
