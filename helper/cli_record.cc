@@ -25,6 +25,7 @@
 #include "libstallscope/sources/sampler.h"
 #include "libstallscope/timeline/documents.h"
 #include "libstallscope/timeline/job_comment.h"
+#include "libstallscope/timeline/sample_line.h"
 #include "libstallscope/timeline/timeline.h"
 #include "libstallscope/util/atomic_file.h"
 #include "libstallscope/util/parse_number.h"
@@ -133,20 +134,27 @@ int run_record(int argc, char** argv, int first) {
     long write_failures = 0;
     std::string dir = out.path;  // where the files go now: the fallback once the output dir fails
     bool relocated = false;
-    auto append = [&](const Json& line) {
-        if (!timeline.is_open() || timeline.append(line, error)) return;
+    // One '\n'-terminated line.
+    auto append_line = [&](std::string_view line) {
+        if (!timeline.is_open() || timeline.append_line(line, error)) return;
         if (!relocated) {  // disk or quota full, I/O error: move to the fallback dir once and go on
             relocated = true;
             std::string warning;
             const bool moved = relocate_timeline(timeline, out.path, "failed during the step (" + error + ")",
                                                  &dir, &warning);
             warnings.push_back(warning);
-            if (moved && timeline.append(line, error)) return;
+            if (moved && timeline.append_line(line, error)) return;
         }
         if (write_failures++ == 0)
             warnings.push_back("timeline write failed (" + error + "); later lines may be missing");
     };
+    auto append = [&](const Json& line) {
+        append_line(line.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n");
+    };
     append(header);
+    // Sample lines are written straight from the snapshot into this buffer, reused for every sample: no
+    // Json tree of ~1000 counters built and torn down per second.
+    std::string sample_line;
 
     const double started = monotonic_now();
     double next = started;
@@ -164,7 +172,12 @@ int run_record(int argc, char** argv, int first) {
     for (long n = 0;; ++n) {
         const Profile profile = profiler.observe(snap);
         for (const auto& e : events_between(previous ? &*previous : nullptr, snap)) append(e);
-        append(timeline_sample_line(snap, profile));
+        if (timeline.is_open()) {
+            sample_line.clear();
+            append_sample_line(sample_line, snap, profile);
+            sample_line.push_back('\n');
+            append_line(sample_line);
+        }
         sinks.publish(snap, profile, profiler.last_rates());
         gpu_count = std::max<int>(gpu_count, static_cast<int>(snap.gpus.size()));
         if (max_samples > 0 && n + 1 >= max_samples) break;

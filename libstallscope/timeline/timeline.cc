@@ -7,6 +7,8 @@
 #include <cstring>
 #include <fstream>
 
+#include "libstallscope/timeline/sample_line.h"
+
 namespace stallscope {
 namespace {
 
@@ -38,14 +40,18 @@ bool TimelineWriter::open(const std::string& path, std::string& error) {
 }
 
 bool TimelineWriter::append(const Json& line, std::string& error) {
+    std::string text = line.dump(-1, ' ', false, Json::error_handler_t::replace);
+    text.push_back('\n');
+    return append_line(text, error);
+}
+
+bool TimelineWriter::append_line(std::string_view line, std::string& error) {
     if (fd_ < 0) {
         error = "timeline not open";
         return false;
     }
-    std::string text = line.dump(-1, ' ', false, Json::error_handler_t::replace);
-    text.push_back('\n');
-    const char* p = text.data();
-    std::size_t left = text.size();
+    const char* p = line.data();
+    std::size_t left = line.size();
     while (left > 0) {
         const ssize_t n = ::write(fd_, p, left);
         if (n < 0 && errno == EINTR) continue;
@@ -72,12 +78,9 @@ void TimelineWriter::close() {
 }
 
 Json timeline_sample_line(const Snapshot& snapshot, const Profile& profile) {
-    Json line{{"type", "sample"}};
-    // (A named object: items() of a temporary would dangle inside the range-for.)
-    const Json fields = to_json(snapshot);
-    for (const auto& [key, value] : fields.items()) line[key] = value;
-    line["profile"] = to_json(profile);
-    return line;
+    std::string text;
+    append_sample_line(text, snapshot, profile);
+    return Json::parse(text);
 }
 
 bool visit_timeline(const std::string& path, TimelineVisitor& visitor, std::vector<std::string>& warnings,

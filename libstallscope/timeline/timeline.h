@@ -1,8 +1,11 @@
 // The per-step timeline (schema stallscope.timeline/1, JSON Lines):
 //   {"type":"header", "schema":..., job/step/host, interval, inventory, thresholds}
-//   {"type":"sample", <snapshot fields>, "profile": {...}}      one per sample, raw counters (rates are
+//   {"type":"sample", <snapshot fields>, "summary": {...}}      one per sample, raw counters (rates are
 //                                                              derived on read, so replay recomputes them
-//                                                              exactly as the live profiler did)
+//                                                              exactly as the live profiler did) and a
+//                                                              compact summary of that sample's profile
+//                                                              (sample_line.h); timelines written before
+//                                                              it carry the full "profile" instead
 //   {"type":"event", "time":..., "kind":..., ...}              xid, link state change, step markers
 //   {"type":"verdict", <StepVerdict fields>}                   last line when the helper stopped cleanly
 // Each line is written with a single write(2) (no user-space buffer to lose on SIGKILL) and the file is
@@ -11,6 +14,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "libstallscope/model/snapshot_json.h"
@@ -34,6 +38,8 @@ class TimelineWriter {
     // Appends one JSON object as one line. False + error (e.g. ENOSPC) on failure; the caller decides
     // whether to go on (the helper keeps sampling and reports the loss in the verdict).
     bool append(const Json& line, std::string& error);
+    // The same for a line already serialised; `line` must end with '\n' (one write(2) per line).
+    bool append_line(std::string_view line, std::string& error);
     void close();
 
   private:
@@ -42,6 +48,7 @@ class TimelineWriter {
     std::string path_;
 };
 
+// A sample line as a Json (tests, benchmarks); the helper writes the text with append_sample_line().
 Json timeline_sample_line(const Snapshot& snapshot, const Profile& profile);
 
 struct TimelineContents {
