@@ -163,23 +163,26 @@ int run_record(int argc, char** argv, int first) {
     // A sampling gap (helper stopped, frozen or starved): an event line, and a warning for the first few.
     auto note_gap = [&](double since_last, double planned, bool until_stop) {
         if (!is_sampling_gap(since_last, planned)) return;
-        append(sampling_gap_event(snap.time, since_last, until_stop));
-        if (++gaps <= 5) warnings.push_back(sampling_gap_warning(snap.time, since_last, until_stop));
+        const double at = profiler.last_sample()->time;  // the gap starts at the last sample
+        append(sampling_gap_event(at, since_last, until_stop));
+        if (++gaps <= 5) warnings.push_back(sampling_gap_warning(at, since_last, until_stop));
         if (gaps == 6) warnings.push_back("more sampling gaps: see the sampling_gap events in the timeline");
     };
-    std::optional<Snapshot> previous;
     int gpu_count = 0;
     for (long n = 0;; ++n) {
-        const Profile profile = profiler.observe(snap);
-        for (const auto& e : events_between(previous ? &*previous : nullptr, snap)) append(e);
+        // Events against the previous sample, which the profiler holds until observe() replaces it.
+        for (const auto& e : events_between(profiler.last_sample(), snap)) append(e);
+        // The profiler keeps the sample as its previous one: moved there, not copied, and read back.
+        const Profile profile = profiler.observe(std::move(snap));
+        const Snapshot& current = *profiler.last_sample();
         if (timeline.is_open()) {
             sample_line.clear();
-            append_sample_line(sample_line, snap, profile);
+            append_sample_line(sample_line, current, profile);
             sample_line.push_back('\n');
             append_line(sample_line);
         }
-        sinks.publish(snap, profile, profiler.last_rates());
-        gpu_count = std::max<int>(gpu_count, static_cast<int>(snap.gpus.size()));
+        sinks.publish(current, profile, profiler.last_rates());
+        gpu_count = std::max<int>(gpu_count, static_cast<int>(current.gpus.size()));
         if (max_samples > 0 && n + 1 >= max_samples) break;
         const double planned = (monotonic_now() - started < kDenseStartSeconds)
                                    ? std::min(interval, kDenseIntervalSeconds)
@@ -192,9 +195,8 @@ int run_record(int argc, char** argv, int first) {
             break;
         }
         const double sampled_at = monotonic_now();
-        note_gap(sampled_at - last_sample_at, planned, false);  // before snap moves: the gap starts at it
+        note_gap(sampled_at - last_sample_at, planned, false);
         last_sample_at = sampled_at;
-        previous = std::move(snap);
         snap = sampler.sample();
     }
 
@@ -221,7 +223,8 @@ int run_record(int argc, char** argv, int first) {
                                    true, error))
             std::fprintf(stderr, "stallscope: verdict: %s\n", error.c_str());
     }
-    write_segment(liveness_fd, compose_comment_segment(verdict, gpu_count, snap.host, verdict_file));
+    write_segment(liveness_fd,
+                  compose_comment_segment(verdict, gpu_count, profiler.last_sample()->host, verdict_file));
     sinks.close();
     return 0;
 }

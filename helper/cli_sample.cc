@@ -57,9 +57,10 @@ int run_sample(int argc, char** argv, int first) {
             sleep_until(next);
             if (stop_requested()) break;
         }
-        Snapshot snap = sampler.sample();
-        if (nccl_test && n == 0) snap.nccl.nccl_test = nccl_test;
-        const Profile profile = profiler.observe(snap);
+        Snapshot sampled = sampler.sample();
+        if (nccl_test && n == 0) sampled.nccl.nccl_test = nccl_test;
+        const Profile profile = profiler.observe(std::move(sampled));  // kept by the profiler, not copied
+        const Snapshot& snap = *profiler.last_sample();
         sinks.publish(snap, profile, profiler.last_rates());
         if (json) {
             Json out = to_json(snap);

@@ -20,9 +20,9 @@ class ReplayVisitor final : public TimelineVisitor {
     void verdict(const Json& v) override { out_.recorded_verdict = v; }
     void sample(Snapshot&& snapshot) override {
         if (!profiler_) profiler_ = std::make_unique<Profiler>(choose_thresholds());
-        profiler_->observe(snapshot);
-        if (observer_) observer_(snapshot);
-        if (!out_.first_sample) out_.first_sample = std::move(snapshot);
+        if (!out_.first_sample) out_.first_sample = snapshot;
+        profiler_->observe(std::move(snapshot));  // kept as the previous sample: moved, not copied
+        if (observer_) observer_(*profiler_->last_sample());
         if (++out_.samples % 100000 == 0 && progress_)
             std::fprintf(stderr, "\r%s: %zu samples", path_.c_str(), out_.samples);
     }

@@ -50,6 +50,10 @@ Finding delta_rules_pending() {
 
 Profiler::Profiler(Thresholds t) : t_(t) {}
 
+const Snapshot* Profiler::last_sample() const {
+    return previous_ ? &*previous_ : nullptr;
+}
+
 const Rates* Profiler::last_rates() const {
     return rates_ ? &*rates_ : nullptr;
 }
@@ -94,6 +98,18 @@ std::vector<Finding> Profiler::run_rules(const RuleInput& in) {
 }
 
 Profile Profiler::observe(const Snapshot& s) {
+    Profile p = profile(s);
+    previous_ = s;
+    return p;
+}
+
+Profile Profiler::observe(Snapshot&& s) {
+    Profile p = profile(s);
+    previous_ = std::move(s);
+    return p;
+}
+
+Profile Profiler::profile(const Snapshot& s) {
     const double interval = previous_ && s.time > previous_->time ? s.time - previous_->time : 0;
     if (previous_) rates_ = compute_rates(*previous_, s);
     const Rates* rates = rates_ ? &*rates_ : nullptr;
@@ -170,7 +186,6 @@ Profile Profiler::observe(const Snapshot& s) {
         p.reasons.push_back(std::move(pending.reason));
     }
     order_reasons(p.reasons);
-    previous_ = s;
     return p;
 }
 

@@ -22,14 +22,19 @@ class Profiler {
     explicit Profiler(Thresholds t = {});
 
     // Profiles one sample. Rates are computed against the previously observed snapshot; delta rules
-    // apply from the second sample on (the first sample says so in an info reason).
+    // apply from the second sample on (the first sample says so in an info reason). The sample is kept
+    // for the next call: pass it as an rvalue to have it moved there rather than deep-copied (thousands
+    // of counters on a big node), then read it back through last_sample().
     Profile observe(const Snapshot& s);
-    const Rates* last_rates() const;  // nullptr before the 2nd sample
-    StepVerdict verdict() const;      // whole-step verdict over everything observed so far
+    Profile observe(Snapshot&& s);
+    const Snapshot* last_sample() const;  // the sample last observed; nullptr before the first
+    const Rates* last_rates() const;      // nullptr before the 2nd sample
+    StepVerdict verdict() const;          // whole-step verdict over everything observed so far
     const Thresholds& thresholds() const { return t_; }
 
   private:
     std::vector<Finding> run_rules(const RuleInput& in);
+    Profile profile(const Snapshot& s);  // observe() without keeping `s`
 
     Thresholds t_;
     std::optional<Snapshot> previous_;

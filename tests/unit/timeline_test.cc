@@ -5,6 +5,8 @@
 
 #include <fstream>
 
+#include "libstallscope/rules/profiler.h"
+
 using namespace stallscope;
 
 namespace {
@@ -94,4 +96,28 @@ TEST_CASE("a missing timeline is an error, not an empty result") {
     std::string error;
     CHECK_FALSE(read_timeline("/nonexistent/timeline.jsonl", c, error));
     CHECK(error.find("No such file") != std::string::npos);
+}
+
+TEST_CASE("the profiler gives the same profiles and verdict whether samples are moved in or copied") {
+    Profiler copied, moved;
+    for (int i = 0; i < 5; ++i) {
+        Snapshot s;
+        s.time = 1000 + i;
+        s.host = "n5";
+        s.host_stats.mem_total_bytes = 1000;
+        s.host_stats.mem_available_bytes = 10;  // low memory: a SLOW reason with evidence
+        s.host_stats.oom_kills = static_cast<std::uint64_t>(i / 3);
+        NetInterface eth;
+        eth.name = "eth0";
+        eth.rx_bytes = 1000u * static_cast<unsigned>(i);
+        eth.rx_errors = static_cast<std::uint64_t>(i * i);
+        s.interfaces = {eth};
+        const Profile a = copied.observe(s);
+        const Snapshot kept = s;
+        const Profile b = moved.observe(std::move(s));
+        CHECK(to_json(a).dump() == to_json(b).dump());
+        REQUIRE(moved.last_sample() != nullptr);
+        CHECK(to_json(*moved.last_sample()).dump() == to_json(kept).dump());
+    }
+    CHECK(to_json(copied.verdict()).dump() == to_json(moved.verdict()).dump());
 }
