@@ -53,6 +53,12 @@ std::string write_job_comment(const PluginConfig& config, const std::string& job
                               const std::string& segment) {
     std::string scontrol = find_program("scontrol", kSlurmBinDirs);
     if (scontrol.empty()) return "scontrol not found in /usr/bin, /usr/local/bin, /bin, /opt/slurm/bin";
+    // With slurmctld down every scontrol call retries its connect for ~18 s (22.05, measured) and
+    // would hold the step's end for scontrol_timeout; `scontrol ping` says DOWN in milliseconds.
+    std::string down = run_scontrol(config, {scontrol, "ping"}, nullptr);
+    if (!down.empty())
+        return "slurmctld is not responding (" + down +
+               "); left to the post-job path (contrib/slurm/slurmctld-epilog.sh)";
     std::string value;
     if (config.comment == CommentTarget::user) {
         value = segment;  // documented: replaces what the user gave with --comment

@@ -65,6 +65,15 @@ int move_high(int fd) {
     sigemptyset(&none);
     if (sigprocmask(SIG_SETMASK, &none, nullptr) != 0) child_fail(report, kSignals);
     for (int sig = 1; sig < NSIG; ++sig) signal(sig, SIG_DFL);
+    // The helper (it has the liveness fd) starts with its stop signals blocked: a stop that comes while it
+    // is still starting (a step of a few ms) stays pending until it has installed its handlers and
+    // unblocks them (helper/stop_signal.cc), instead of killing it before it wrote a verdict.
+    if (p.liveness_fd >= 0) {
+        sigset_t stop;
+        sigemptyset(&stop);
+        for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGUSR1}) sigaddset(&stop, sig);
+        if (sigprocmask(SIG_BLOCK, &stop, nullptr) != 0) child_fail(report, kSignals);
+    }
     if (p.ignore_sigterm) signal(SIGTERM, SIG_IGN);
     setpgid(0, 0);
     // slurmstepd runs at -1000; reset before dropping privileges (the file turns root-owned after a
