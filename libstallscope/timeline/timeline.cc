@@ -5,7 +5,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 
 #include "libstallscope/timeline/sample_line.h"
 
@@ -21,6 +20,59 @@ std::string string_member(const Json& object, const char* key) {
     const auto it = object.find(key);
     return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
+
+// A file's lines through one growing buffer: no per-line copy, a line is a view into the buffer until
+// the next call.
+class LineReader {
+  public:
+    explicit LineReader(int fd) : fd_(fd), buffer_(kChunk) {}
+
+    // The next line without its '\n'; `terminated` is false for a last line that lacks one (torn). False
+    // at the end of the file or on a read error (error()).
+    bool next(std::string_view& line, bool& terminated) {
+        for (;;) {
+            char* const data = buffer_.data();
+            if (const void* nl = std::memchr(data + scanned_, '\n', end_ - scanned_)) {
+                const std::size_t at = static_cast<std::size_t>(static_cast<const char*>(nl) - data);
+                line = {data + begin_, at - begin_};
+                begin_ = scanned_ = at + 1;
+                terminated = true;
+                return true;
+            }
+            scanned_ = end_;
+            if (eof_) {
+                if (begin_ == end_) return false;
+                line = {data + begin_, end_ - begin_};
+                begin_ = scanned_ = end_;
+                terminated = false;
+                return true;
+            }
+            if (begin_ > 0) {  // keep the partial line, drop what was handed out
+                std::memmove(data, data + begin_, end_ - begin_);
+                end_ -= begin_;
+                scanned_ = end_;
+                begin_ = 0;
+            }
+            if (end_ == buffer_.size()) buffer_.resize(buffer_.size() * 2);  // a line longer than the buffer
+            const ssize_t n = ::read(fd_, buffer_.data() + end_, buffer_.size() - end_);
+            if (n < 0 && errno == EINTR) continue;
+            if (n < 0) error_ = errno;
+            if (n <= 0)
+                eof_ = true;
+            else
+                end_ += static_cast<std::size_t>(n);
+        }
+    }
+    int error() const { return error_; }
+
+  private:
+    static constexpr std::size_t kChunk = 1 << 20;
+    int fd_;
+    std::vector<char> buffer_;
+    std::size_t begin_ = 0, scanned_ = 0, end_ = 0;  // handed out up to begin_, no '\n' in [begin_, scanned_)
+    bool eof_ = false;
+    int error_ = 0;
+};
 
 }  // namespace
 
@@ -85,22 +137,32 @@ Json timeline_sample_line(const Snapshot& snapshot, const Profile& profile) {
 
 bool visit_timeline(const std::string& path, TimelineVisitor& visitor, std::vector<std::string>& warnings,
                     std::string& error) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
         error = path + ": " + std::strerror(errno);
         return false;
     }
-    std::string text;
+    LineReader lines(fd);
+    std::string_view text;
+    bool terminated = true;
     std::size_t number = 0;
-    while (std::getline(in, text)) {
+    while (lines.next(text, terminated)) {
         ++number;
-        const bool last_line_unterminated = in.eof();
         if (text.empty()) continue;
+        // Sample lines (all but a handful) go straight into a Snapshot; anything that reader does not
+        // take as it is (other line types, bad lines, wrong types) goes through nlohmann below.
+        {
+            Snapshot snapshot;
+            if (read_sample_line(text, snapshot)) {
+                visitor.sample(std::move(snapshot));
+                continue;
+            }
+        }
         Json line = Json::parse(text, nullptr, false);
         if (line.is_discarded() || !line.is_object()) {
             warnings.push_back(path + ":" + std::to_string(number) +
-                               (last_line_unterminated ? ": torn last line skipped (helper killed mid-write?)"
-                                                       : ": not a JSON object, skipped"));
+                               (!terminated ? ": torn last line skipped (helper killed mid-write?)"
+                                            : ": not a JSON object, skipped"));
             continue;
         }
         const std::string type = string_member(line, "type");
@@ -120,6 +182,12 @@ bool visit_timeline(const std::string& path, TimelineVisitor& visitor, std::vect
             warnings.push_back(path + ":" + std::to_string(number) + ": unknown line type '" + type +
                                "', skipped");
         }
+    }
+    const int read_errno = lines.error();
+    ::close(fd);
+    if (read_errno != 0) {
+        error = path + ": " + std::strerror(read_errno);
+        return false;
     }
     return true;
 }

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "libstallscope/model/snapshot_json.h"
+#include "libstallscope/rules/profiler.h"
 #include "tests/support/run_process.h"
 
 using namespace stallscope;
@@ -275,4 +276,53 @@ TEST_CASE("a step given 2 GPUs on a node without NVML says so in the report inst
     REQUIRE(j["notes"].size() >= 1);
     CHECK(j["notes"][0].get<std::string>().find("2 GPU(s) allocated but none measured") != std::string::npos);
     CHECK(j["notes"][0].get<std::string>().find("NVML unavailable") != std::string::npos);
+}
+
+TEST_CASE(
+    "sample lines carry a compact summary, and a timeline with full per-sample profiles replays the same") {
+    const std::string out = make_temp_dir("summary") + "/stallscope-4242";
+    const auto r = run_process(
+        {STALLSCOPE_EXE, "record", "--out-dir", out, "--interval-seconds", "0.05", "--count", "4"},
+        job_env("dgx-h100"));
+    REQUIRE(r.exit_code == 0);
+    const std::string timeline = only_file(out, "timeline.0.");
+    // The same recording as timelines were written before the summary: each sample with its full profile.
+    const std::string old_format = timeline + ".old-format.jsonl";
+    std::ifstream in(timeline);
+    std::ofstream old(old_format);
+    Profiler profiler;
+    int samples = 0;
+    for (std::string text; std::getline(in, text);) {
+        Json line = Json::parse(text);
+        if (line["type"] == "sample") {
+            ++samples;
+            REQUIRE(line.contains("summary"));
+            CHECK_FALSE(line.contains("profile"));
+            CHECK(line["summary"]["label"].is_string());
+            CHECK(line["summary"]["confidence"].is_number());
+            CHECK(line["summary"]["reasons"].is_array());
+            for (const auto& reason : line["summary"]["reasons"]) CHECK(reason.is_string());
+            std::vector<std::string> problems;
+            const Profile profile = profiler.observe(snapshot_from_json(line, problems));
+            CHECK(problems.empty());
+            CHECK(line["summary"]["label"] == profile.label);  // what replay recomputes for that sample
+            line.erase("summary");
+            line["profile"] = to_json(profile);
+        }
+        old << line.dump() << "\n";
+    }
+    old.close();
+    CHECK(samples == 4);
+
+    const auto replay = run_process({STALLSCOPE_EXE, "replay", timeline, "--json"});
+    const auto replay_old = run_process({STALLSCOPE_EXE, "replay", old_format, "--json"});
+    REQUIRE(replay.exit_code == 0);
+    REQUIRE(replay_old.exit_code == 0);
+    Json now = Json::parse(replay.out), before = Json::parse(replay_old.out);
+    CHECK(now["matches_recorded"] == true);
+    CHECK(before["matches_recorded"] == true);
+    CHECK(before["replay_warnings"].empty());
+    now.erase("timeline");
+    before.erase("timeline");
+    CHECK(now == before);
 }
