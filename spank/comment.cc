@@ -21,6 +21,17 @@ std::optional<std::string> sanitize_segment(std::string_view line) {
     return out;
 }
 
+int comment_rank(std::string_view segment) {
+    if (segment.substr(0, kSegmentPrefix.size()) != kSegmentPrefix) return -1;
+    segment.remove_prefix(kSegmentPrefix.size());
+    const std::string_view label = segment.substr(0, segment.find(' '));
+    if (label == "UNKNOWN") return 0;
+    if (label == "FAST") return 1;
+    if (label == "SLOW") return 2;
+    if (label == "FAIL_RISK") return 3;
+    return -1;
+}
+
 namespace {
 
 bool is_our_segment(std::string_view part) {

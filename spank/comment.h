@@ -22,6 +22,11 @@ inline constexpr std::string_view kSegmentSeparator = "; ";
 // with ',', and cut at kSegmentCap. nullopt when the line is not a stallscope segment.
 std::optional<std::string> sanitize_segment(std::string_view line);
 
+// How much a segment's label says about the job, for choosing which step's verdict the job comment
+// keeps: UNKNOWN 0 < FAST 1 < SLOW 2 < FAIL_RISK 3 (any real verdict beats "could not tell"); -1 when
+// the segment has no known label. A later step replaces the comment only with a higher rank.
+int comment_rank(std::string_view segment);
+
 // Replaces every existing "stallscope/..." segment of `existing` by `segment`, keeping all other
 // content byte for byte. Segments are separated by "; "; ours is appended at the end. If the result
 // would exceed kCommentCap our segment is shortened; nullopt when even a short one does not fit

@@ -68,6 +68,7 @@ int epilog_job_epilog(spank_t sp, int ac, char** av) {
     if (!err.empty()) slurm_error("stallscope: job %s: %s", job_id.c_str(), err.c_str());
     unlink(state_path(config.run_dir, job_id).c_str());
     unlink(result_path(config.run_dir, job_id).c_str());
+    unlink(comment_mark_path(config.run_dir, job_id).c_str());
     return 0;
 }
 

@@ -4,6 +4,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -224,12 +225,30 @@ void stop_and_collect() {
 // srun only after the task_exit hooks, so the job is still RUNNING here. For an srun-only job, srun
 // completes the allocation as soon as it hears of it; by slurm_spank_exit the job is finished
 // (scontrol update then fails, §0.5) and the job's kill sequence SIGTERMs whatever stepd started.
+//
+// Every recorded step ends with a verdict, and a comment write costs 4 scontrol calls (~50-200 ms at the
+// step's end, and RPCs to slurmctld): a job of 200 short steps must not pay that 200 times. So the
+// comment keeps the most telling step verdict (comment_rank), and a later step rewrites it only when
+// its verdict says more; this node remembers what it wrote in a root-owned mark file.
 void write_comment() {
     bool writer = g_step.step_id == kBatchStep || g_step.node_id == 0;
     if (g_step.segment.empty() || !writer || g_step.config.comment == CommentTarget::none) return;
+    const std::string mark = comment_mark_path(g_step.config.run_dir, g_step.job_id);
+    const int rank = comment_rank(g_step.segment);
+    std::string ignored;
+    if (std::optional<std::string> written = read_root_file(mark, &ignored);
+        written && !written->empty() && rank <= std::atoi(written->c_str())) {
+        slurm_verbose("stallscope: job %s step %s: job comment kept (an earlier step's verdict says as much)",
+                      g_step.job_id.c_str(), step_label(g_step.step_id).c_str());
+        return;
+    }
     std::string err = write_job_comment(g_step.config, g_step.job_id, g_step.segment);
-    if (!err.empty())
+    if (!err.empty()) {
         slurm_error("stallscope: job %s: job comment not updated: %s", g_step.job_id.c_str(), err.c_str());
+        return;
+    }
+    err = write_root_file(mark, std::to_string(rank));
+    if (!err.empty()) slurm_error("stallscope: job %s: %s", g_step.job_id.c_str(), err.c_str());
 }
 
 }  // namespace

@@ -109,6 +109,10 @@ std::string result_path(std::string_view run_dir, std::string_view job_id) {
     return std::string(run_dir) + "/" + std::string(job_id) + ".result";
 }
 
+std::string comment_mark_path(std::string_view run_dir, std::string_view job_id) {
+    return std::string(run_dir) + "/" + std::string(job_id) + ".comment";
+}
+
 std::string write_root_file(const std::string& path, std::string_view content) {
     std::string tmp = path + ".tmp." + std::to_string(getpid());
     int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);

@@ -26,6 +26,8 @@ std::optional<JobState> parse_state(std::string_view text);
 // verdict file in; differs from out_dir after a fallback).
 std::string state_path(std::string_view run_dir, std::string_view job_id);
 std::string result_path(std::string_view run_dir, std::string_view job_id);
+// "<run_dir>/<jobid>.comment": the comment rank (comment_rank in comment.h) this node last wrote.
+std::string comment_mark_path(std::string_view run_dir, std::string_view job_id);
 
 // Writes content atomically (temp + rename), mode 0600. Returns an error message or "".
 std::string write_root_file(const std::string& path, std::string_view content);

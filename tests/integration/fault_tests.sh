@@ -155,6 +155,7 @@ echo "  $(grep STEPS <<<"$out")"
 check "all 220 steps exit 0 (job $id)" test "$(grep -c FAILED <<<"$out")" = 0
 check "220 step records 0:0" test "$(sacct -n -P -j "$id" -o JobID,ExitCode | grep -cE '^[0-9]+\.[0-9]+\|0:0$')" = 220
 check "no helper process left" wait_until 10 eval '! helpers_running "$id"'
+check "the job comment was written once, not 200 times" test "$(grep -c "job $id step [0-9]*: job comment kept" "$LOG")" = 199
 check "200 timelines and 200 verdicts" test "$(compgen -G "$W/many/stallscope-$id/timeline.*.jsonl" | wc -l) $(compgen -G "$W/many/stallscope-$id/verdict.*.json" | wc -l)" = "200 200"
 check "no temporary or probe files left" test -z "$(find "$W/many/stallscope-$id" -name '.*' -o -name '*.tmp*' | head -n 1)"
 check "run-dir state and lock removed by the epilog" wait_until 20 no_run_state "$id"

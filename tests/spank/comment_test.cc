@@ -106,3 +106,13 @@ TEST_CASE("scontrol output of another job or an error message is not trusted") {
     CHECK(parse_scontrol_admin_comment("slurm_load_jobs error: Invalid job id specified\n", "", "14").state ==
           AdminCommentRead::ambiguous);
 }
+
+TEST_CASE("comment_rank: any real verdict beats UNKNOWN, worse labels beat better ones") {
+    CHECK(comment_rank("stallscope/1 UNKNOWN conf=0.00 top=step_too_short") == 0);
+    CHECK(comment_rank("stallscope/1 FAST conf=0.90 gpus=8") == 1);
+    CHECK(comment_rank("stallscope/1 SLOW conf=0.70 top=gpu_idle") == 2);
+    CHECK(comment_rank("stallscope/1 FAIL_RISK conf=0.95 top=gpu_xid:79") == 3);
+    CHECK(comment_rank("stallscope/1 FASTER conf=1") == -1);
+    CHECK(comment_rank("JS1:abc") == -1);
+    CHECK(comment_rank("") == -1);
+}
