@@ -14,11 +14,14 @@ struct GiveUp {};
 
 inline constexpr int kMaxSkipDepth = 64;  // skip() gives up on deeper nesting (nlohmann has no limit)
 
-// A number token, classified as nlohmann's lexer classifies it.
+// A number, typed as nlohmann's lexer types it: an integer token is unsigned (no '-') or signed when it fits
+// 64 bits; anything else (fraction, exponent, a longer integer) is a double, and one that is not finite
+// makes nlohmann reject the whole line.
 struct NumberToken {
-    std::string_view text;
-    bool integer = true;  // no fraction, no exponent
-    bool negative = false;
+    enum Kind { kUnsigned, kSigned, kFloat } kind = kUnsigned;
+    std::uint64_t u = 0;
+    std::int64_t i = 0;
+    double d = 0;
 };
 
 // A strict JSON scanner over one line, validating as nlohmann's lexer does (grammar, escapes, surrogate
@@ -126,8 +129,9 @@ class Parser {
         ws();
         NumberToken t;
         const char* start = p_;
+        bool negative = false, integer = true;
         if (p_ < end_ && *p_ == '-') {
-            t.negative = true;
+            negative = true;
             ++p_;
         }
         if (p_ >= end_) throw GiveUp{};
@@ -139,19 +143,28 @@ class Parser {
             throw GiveUp{};
         }
         if (p_ < end_ && *p_ == '.') {
-            t.integer = false;
+            integer = false;
             ++p_;
             if (p_ >= end_ || *p_ < '0' || *p_ > '9') throw GiveUp{};
             while (p_ < end_ && *p_ >= '0' && *p_ <= '9') ++p_;
         }
         if (p_ < end_ && (*p_ == 'e' || *p_ == 'E')) {
-            t.integer = false;
+            integer = false;
             ++p_;
             if (p_ < end_ && (*p_ == '+' || *p_ == '-')) ++p_;
             if (p_ >= end_ || *p_ < '0' || *p_ > '9') throw GiveUp{};
             while (p_ < end_ && *p_ >= '0' && *p_ <= '9') ++p_;
         }
-        t.text = {start, static_cast<std::size_t>(p_ - start)};
+        // As nlohmann: strtoull / strtoll for integers, strtod when they overflow or for the rest.
+        if (integer && !negative && std::from_chars(start, p_, t.u).ec == std::errc()) {
+            t.kind = NumberToken::kUnsigned;
+        } else if (integer && negative && std::from_chars(start, p_, t.i).ec == std::errc()) {
+            t.kind = NumberToken::kSigned;
+        } else {
+            t.kind = NumberToken::kFloat;
+            // (Overflow is a parse error there; underflow is not, but is rare enough to leave to nlohmann.)
+            if (std::from_chars(start, p_, t.d).ec != std::errc()) throw GiveUp{};
+        }
         return t;
     }
 

@@ -5,7 +5,6 @@
 // takes the nlohmann path, so results and warnings stay exactly those of snapshot_from_json.
 // Semantics mirrored here, per member: null is absent; for a key given twice the last one wins; unknown
 // members are skipped (validated, not built), "summary" and an old timeline's "profile" included.
-#include <charconv>
 #include <cstring>
 #include <limits>
 
@@ -20,54 +19,33 @@ using sample_line_detail::GiveUp;
 using sample_line_detail::NumberToken;
 using sample_line_detail::Parser;
 
-template <typename T>
-bool parse_whole(std::string_view text, T& value) {
-    const auto r = std::from_chars(text.data(), text.data() + text.size(), value);
-    return r.ec == std::errc() && r.ptr == text.data() + text.size();
-}
-
-// nlohmann's number types for a token: an integer token is unsigned (no '-') or signed, and one that does
-// not fit 64 bits is a float (strtod); Reader (json_fields.cc) then converts as below.
+// Reader::number (json_fields.cc): any number, as a double.
 double token_double(const NumberToken& t) {
-    if (t.integer && !t.negative) {
-        std::uint64_t u = 0;
-        if (parse_whole(t.text, u)) return static_cast<double>(u);
-    } else if (t.integer) {
-        std::int64_t i = 0;
-        if (parse_whole(t.text, i)) return static_cast<double>(i);
+    switch (t.kind) {
+        case NumberToken::kUnsigned:
+            return static_cast<double>(t.u);
+        case NumberToken::kSigned:
+            return static_cast<double>(t.i);
+        default:
+            return t.d;
     }
-    double d = 0;
-    if (!parse_whole(t.text, d)) throw GiveUp{};  // out of range: nlohmann rejects the line
-    return d;
 }
 
 // Reader::u64: an unsigned, or a signed integer >= 0 (only "-0" here); anything else is a problem.
 std::uint64_t token_u64(const NumberToken& t) {
-    if (!t.integer) throw GiveUp{};
-    if (!t.negative) {
-        std::uint64_t u = 0;
-        if (!parse_whole(t.text, u)) throw GiveUp{};
-        return u;
-    }
-    std::int64_t i = 0;
-    if (!parse_whole(t.text, i) || i != 0) throw GiveUp{};
-    return 0;
+    if (t.kind == NumberToken::kUnsigned) return t.u;
+    if (t.kind == NumberToken::kSigned && t.i == 0) return 0;
+    throw GiveUp{};
 }
 
 // Reader::integer (and Reader::string's integer case): a 64-bit integer; giving up where nlohmann would
 // wrap an unsigned above INT64_MAX.
 std::int64_t token_i64(const NumberToken& t) {
-    if (!t.integer) throw GiveUp{};
-    if (!t.negative) {
-        std::uint64_t u = 0;
-        if (!parse_whole(t.text, u) ||
-            u > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
-            throw GiveUp{};
-        return static_cast<std::int64_t>(u);
-    }
-    std::int64_t i = 0;
-    if (!parse_whole(t.text, i)) throw GiveUp{};
-    return i;
+    if (t.kind == NumberToken::kSigned) return t.i;
+    if (t.kind == NumberToken::kUnsigned &&
+        t.u <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+        return static_cast<std::int64_t>(t.u);
+    throw GiveUp{};
 }
 
 bool starts_number(char c) {
@@ -273,7 +251,7 @@ class SnapshotReader {
                 p_.string(out.emplace_back());
             } else if (starts_number(c)) {
                 const NumberToken t = p_.number();
-                if (t.integer) out.push_back(std::to_string(token_i64(t)));
+                if (t.kind != NumberToken::kFloat) out.push_back(std::to_string(token_i64(t)));
             } else {
                 p_.skip();
             }
@@ -443,14 +421,11 @@ class SnapshotReader {
                 continue;
             }
             const NumberToken t = p_.number();
-            if (!t.integer) continue;
-            std::uint64_t u = 0;
-            std::int64_t i = 0;
-            if (!t.negative && parse_whole(t.text, u))
-                out.push_back(static_cast<int>(u));
-            else if (t.negative && parse_whole(t.text, i))
-                out.push_back(static_cast<int>(i));
-            // else: beyond 64 bits, a float to nlohmann: dropped
+            if (t.kind == NumberToken::kUnsigned)
+                out.push_back(static_cast<int>(t.u));
+            else if (t.kind == NumberToken::kSigned)
+                out.push_back(static_cast<int>(t.i));
+            // else: a float to nlohmann (also an integer beyond 64 bits): dropped
         }
     }
     void xid_event(XidEvent& e) {

@@ -285,6 +285,12 @@ TEST_CASE("lines the reader must decline or read exactly as snapshot_from_json d
         {base + R"(,"nccl":{"ras":5}})", false},
         {base + R"(,"warnings":["a","b"],"warnings":null})", true},
         {base + R"(,"unknown":{"deep":[[[[{"x":[true,false,null,-1.5e3,"s"]}]]]],"e":{},"f":[]}})", true},
+        {base + R"(,"unknown":8e99345920})", false},  // not finite: nlohmann rejects the line (fuzz)
+        {base + R"(,"unknown":)" + std::string(400, '9') + "}", false},
+        {base + R"(,"unknown":123456789012345678901234567890})", true},
+        {base + R"(,"context":{"gpus":[1e400]}})", false},
+        {base + R"(,"context":{"gpus":[123456789012345678901234567890]}})", true},  // a float: dropped
+        {base + R"(,"gpus":[{"xid":[1e999]}]})", false},
         {base + R"(,"unknown":[1,}})", false},
         {base + R"(,"unknown":{"a" 1}})", false},
         {base + R"(,"unknown":tru})", false},
