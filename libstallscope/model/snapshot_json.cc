@@ -1,5 +1,6 @@
 #include "libstallscope/model/snapshot_json.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
@@ -235,6 +236,11 @@ XidEvent read_xid(const Reader& r) {
 }  // namespace
 
 std::string format_rfc3339(double epoch_seconds) {
+    // Years 0001-9999 only (four digits): a hand-edited or corrupt timeline's 1e29 must not reach the
+    // time_t conversion, which is undefined behaviour out of range (found by fuzzing replay).
+    constexpr double kFirst = -62135596800.0, kLast = 253402300799.0;  // 0001-01-01, 9999-12-31T23:59:59
+    if (!std::isfinite(epoch_seconds)) epoch_seconds = 0;
+    epoch_seconds = std::clamp(epoch_seconds, kFirst, kLast);
     double whole = std::floor(epoch_seconds);
     int millis = static_cast<int>(std::lround((epoch_seconds - whole) * 1000.0));
     if (millis == 1000) {

@@ -2,6 +2,8 @@
 
 #include <doctest/doctest.h>
 
+#include <limits>
+
 #include "tests/unit/snapshot_fixture.h"
 
 using namespace stallscope;
@@ -53,4 +55,8 @@ TEST_CASE("RFC 3339 times parse and print in UTC") {
     CHECK_FALSE(parse_rfc3339("yesterday"));
     CHECK_FALSE(parse_rfc3339("2026-11-22T05:00:00+02:00"));
     CHECK(format_rfc3339(1.9996) == "1970-01-01T00:00:02.000Z");
+    // Out of the four-digit years (a corrupt timeline): clamped, never undefined behaviour.
+    CHECK(format_rfc3339(1.79e29) == "9999-12-31T23:59:59.000Z");
+    CHECK(format_rfc3339(-1e300) == "0001-01-01T00:00:00.000Z");
+    CHECK(format_rfc3339(std::numeric_limits<double>::quiet_NaN()) == "1970-01-01T00:00:00.000Z");
 }
