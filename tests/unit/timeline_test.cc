@@ -121,3 +121,29 @@ TEST_CASE("the profiler gives the same profiles and verdict whether samples are 
     }
     CHECK(to_json(copied.verdict()).dump() == to_json(moved.verdict()).dump());
 }
+
+TEST_CASE("lines longer than the read buffer, blank lines and a torn last line after them read correctly") {
+    const std::string path = temp_path("timeline.0.n6.jsonl");
+    Snapshot big;
+    big.time = 7;
+    big.host = "n6";
+    for (int i = 0; i < 60000; ++i) big.warnings.push_back("warning number " + std::to_string(i));  // 1.3 MB
+    {
+        TimelineWriter w;
+        std::string error;
+        REQUIRE(w.open(path, error));
+        for (int i = 0; i < 3; ++i) REQUIRE(w.append(timeline_sample_line(big, Profile{}), error));
+    }
+    std::ofstream(path, std::ios::app) << "\n\n"
+                                       << R"({"type":"sample","unix_time":8,"host":"n6"})"
+                                       << "\n"
+                                       << R"({"type":"sample","unix_time":9,"host")";
+    TimelineContents c;
+    std::string error;
+    REQUIRE(read_timeline(path, c, error));
+    REQUIRE(c.samples.size() == 4);
+    for (int i = 0; i < 3; ++i) CHECK(c.samples[static_cast<std::size_t>(i)].warnings == big.warnings);
+    CHECK(c.samples[3].time == 8);
+    REQUIRE(c.warnings.size() == 1);
+    CHECK(c.warnings[0].find(":7: torn last line") != std::string::npos);
+}
