@@ -52,94 +52,161 @@ bool starts_number(char c) {
     return c == '-' || (c >= '0' && c <= '9');
 }
 
-template <typename S, typename M>
-struct Field {
+// One member of a struct as the snapshot JSON names it: a counter, gauge or string read the same way
+// everywhere, or `special` (> 0) for the few the struct's reader handles itself.
+template <typename S>
+struct Member {
     std::string_view name;
-    M S::*member;
+    Counter S::*counter = nullptr;
+    Gauge S::*gauge = nullptr;
+    std::string S::*text = nullptr;
+    int special = 0;
 };
 
-constexpr Field<NetInterface, Counter> kInterfaceCounters[] = {
-    {"rx_bytes", &NetInterface::rx_bytes},
-    {"rx_packets", &NetInterface::rx_packets},
-    {"rx_errors", &NetInterface::rx_errors},
-    {"rx_dropped", &NetInterface::rx_dropped},
-    {"rx_fifo", &NetInterface::rx_fifo},
-    {"rx_frame", &NetInterface::rx_frame},
-    {"rx_compressed", &NetInterface::rx_compressed},
-    {"rx_multicast", &NetInterface::rx_multicast},
-    {"tx_bytes", &NetInterface::tx_bytes},
-    {"tx_packets", &NetInterface::tx_packets},
-    {"tx_errors", &NetInterface::tx_errors},
-    {"tx_dropped", &NetInterface::tx_dropped},
-    {"tx_fifo", &NetInterface::tx_fifo},
-    {"tx_colls", &NetInterface::tx_colls},
-    {"tx_carrier", &NetInterface::tx_carrier},
-    {"tx_compressed", &NetInterface::tx_compressed},
-};
-constexpr Field<Gpu, Counter> kGpuCounters[] = {
-    {"memory_used_bytes", &Gpu::memory_used_bytes},
-    {"memory_total_bytes", &Gpu::memory_total_bytes},
-    {"sm_clock_mhz", &Gpu::sm_clock_mhz},
-    {"max_sm_clock_mhz", &Gpu::max_sm_clock_mhz},
-    {"throttle_reasons_mask", &Gpu::throttle_reasons_mask},
-    {"violation_power_ns", &Gpu::violation_power_ns},
-    {"violation_thermal_ns", &Gpu::violation_thermal_ns},
-    {"ecc_uncorrected", &Gpu::ecc_uncorrected},
-    {"ecc_corrected", &Gpu::ecc_corrected},
-    {"remapped_rows_pending", &Gpu::remapped_rows_pending},
-    {"remapped_rows_failure", &Gpu::remapped_rows_failure},
-    {"energy_mj", &Gpu::energy_mj},
-};
-constexpr Field<Gpu, Gauge> kGpuGauges[] = {
-    {"utilization_pct", &Gpu::utilization_pct},
-    {"temperature_c", &Gpu::temperature_c},
-    {"power_w", &Gpu::power_w},
-    {"power_limit_w", &Gpu::power_limit_w},
-};
-constexpr Field<Gpu, std::string> kGpuStrings[] = {
-    {"uuid", &Gpu::uuid}, {"pci_bus_id", &Gpu::pci_bus_id}, {"name", &Gpu::name}, {"vendor", &Gpu::vendor}};
-constexpr Field<Psi, Gauge> kPsiGauges[] = {
-    {"cpu_some_avg10", &Psi::cpu_some_avg10},       {"cpu_some_avg60", &Psi::cpu_some_avg60},
-    {"io_some_avg10", &Psi::io_some_avg10},         {"io_some_avg60", &Psi::io_some_avg60},
-    {"io_full_avg10", &Psi::io_full_avg10},         {"io_full_avg60", &Psi::io_full_avg60},
-    {"memory_some_avg10", &Psi::memory_some_avg10}, {"memory_some_avg60", &Psi::memory_some_avg60},
-    {"memory_full_avg10", &Psi::memory_full_avg10}, {"memory_full_avg60", &Psi::memory_full_avg60},
-};
-constexpr Field<Psi, Counter> kPsiCounters[] = {
-    {"cpu_some_total_us", &Psi::cpu_some_total_us},
-    {"io_some_total_us", &Psi::io_some_total_us},
-    {"io_full_total_us", &Psi::io_full_total_us},
-    {"memory_some_total_us", &Psi::memory_some_total_us},
-    {"memory_full_total_us", &Psi::memory_full_total_us},
-};
-constexpr Field<HostStats, Gauge> kHostGauges[] = {
-    {"load1", &HostStats::load1}, {"load5", &HostStats::load5}, {"load15", &HostStats::load15}};
-constexpr Field<HostStats, Counter> kHostCounters[] = {
-    {"mem_total_bytes", &HostStats::mem_total_bytes},
-    {"mem_available_bytes", &HostStats::mem_available_bytes},
-    {"procs_running", &HostStats::procs_running},
-    {"procs_blocked", &HostStats::procs_blocked},
-    {"oom_kills", &HostStats::oom_kills},
-};
-constexpr Field<JobContext, std::string> kContextStrings[] = {
-    {"scheduler", &JobContext::scheduler},
-    {"job_id", &JobContext::job_id},
-    {"step_id", &JobContext::step_id},
-    {"job_name", &JobContext::job_name},
-    {"user", &JobContext::user},
-    {"nodelist", &JobContext::nodelist},
-    {"node_id", &JobContext::node_id},
-    {"pod", &JobContext::pod},
-    {"namespace", &JobContext::namespace_name},
+// Finds members by name, trying first the one after the last found: the tables below list members in
+// the order the writer (and to_json) writes them, so a helper's line costs one comparison per member.
+template <typename S, std::size_t N>
+class Members {
+  public:
+    explicit Members(const Member<S> (&table)[N]) : table_(table) {}
+    const Member<S>* find(std::string_view key) {
+        if (next_ < N && table_[next_].name == key) return &table_[next_++];
+        for (std::size_t i = 0; i < N; ++i)
+            if (table_[i].name == key) {
+                next_ = i + 1;
+                return &table_[i];
+            }
+        return nullptr;
+    }
+
+  private:
+    const Member<S> (&table_)[N];
+    std::size_t next_ = 0;
 };
 
-// The member of `object` named `key` in `table`, nullptr when the table has none.
-template <typename S, typename M, std::size_t N>
-M* member(S& object, const Field<S, M> (&table)[N], std::string_view key) {
-    for (const auto& f : table)
-        if (f.name == key) return &(object.*f.member);
-    return nullptr;
-}
+enum Special {
+    kPause = 1,
+    kPort,
+    kCounters,
+    kHwCounters,
+    kIndex,
+    kMinor,
+    kThrottleReasons,
+    kXid,
+    kPsi,
+    kGpus,
+    kVisibleDevices,
+    kCode,
+    kGpuIndex
+};
+
+constexpr Member<NetInterface> kInterfaceMembers[] = {
+    {.name = "name", .text = &NetInterface::name},
+    {.name = "rx_bytes", .counter = &NetInterface::rx_bytes},
+    {.name = "rx_packets", .counter = &NetInterface::rx_packets},
+    {.name = "rx_errors", .counter = &NetInterface::rx_errors},
+    {.name = "rx_dropped", .counter = &NetInterface::rx_dropped},
+    {.name = "rx_fifo", .counter = &NetInterface::rx_fifo},
+    {.name = "rx_frame", .counter = &NetInterface::rx_frame},
+    {.name = "rx_compressed", .counter = &NetInterface::rx_compressed},
+    {.name = "rx_multicast", .counter = &NetInterface::rx_multicast},
+    {.name = "tx_bytes", .counter = &NetInterface::tx_bytes},
+    {.name = "tx_packets", .counter = &NetInterface::tx_packets},
+    {.name = "tx_errors", .counter = &NetInterface::tx_errors},
+    {.name = "tx_dropped", .counter = &NetInterface::tx_dropped},
+    {.name = "tx_fifo", .counter = &NetInterface::tx_fifo},
+    {.name = "tx_colls", .counter = &NetInterface::tx_colls},
+    {.name = "tx_carrier", .counter = &NetInterface::tx_carrier},
+    {.name = "tx_compressed", .counter = &NetInterface::tx_compressed},
+    {.name = "pause", .special = kPause},
+};
+constexpr Member<RdmaPort> kRdmaMembers[] = {
+    {.name = "device", .text = &RdmaPort::device},
+    {.name = "port", .special = kPort},
+    {.name = "state", .text = &RdmaPort::state},
+    {.name = "phys_state", .text = &RdmaPort::phys_state},
+    {.name = "rate_gbps", .gauge = &RdmaPort::rate_gbps},
+    {.name = "link_layer", .text = &RdmaPort::link_layer},
+    {.name = "netdev", .text = &RdmaPort::netdev},
+    {.name = "rx_bytes", .counter = &RdmaPort::rx_bytes},
+    {.name = "tx_bytes", .counter = &RdmaPort::tx_bytes},
+    {.name = "counters", .special = kCounters},
+    {.name = "hw_counters", .special = kHwCounters},
+};
+constexpr Member<Gpu> kGpuMembers[] = {
+    {.name = "index", .special = kIndex},
+    {.name = "uuid", .text = &Gpu::uuid},
+    {.name = "pci_bus_id", .text = &Gpu::pci_bus_id},
+    {.name = "name", .text = &Gpu::name},
+    {.name = "vendor", .text = &Gpu::vendor},
+    {.name = "minor_number", .special = kMinor},
+    {.name = "utilization_pct", .gauge = &Gpu::utilization_pct},
+    {.name = "memory_used_bytes", .counter = &Gpu::memory_used_bytes},
+    {.name = "memory_total_bytes", .counter = &Gpu::memory_total_bytes},
+    {.name = "temperature_c", .gauge = &Gpu::temperature_c},
+    {.name = "power_w", .gauge = &Gpu::power_w},
+    {.name = "power_limit_w", .gauge = &Gpu::power_limit_w},
+    {.name = "sm_clock_mhz", .counter = &Gpu::sm_clock_mhz},
+    {.name = "max_sm_clock_mhz", .counter = &Gpu::max_sm_clock_mhz},
+    {.name = "throttle_reasons_mask", .counter = &Gpu::throttle_reasons_mask},
+    {.name = "throttle_reasons", .special = kThrottleReasons},
+    {.name = "violation_power_ns", .counter = &Gpu::violation_power_ns},
+    {.name = "violation_thermal_ns", .counter = &Gpu::violation_thermal_ns},
+    {.name = "ecc_uncorrected", .counter = &Gpu::ecc_uncorrected},
+    {.name = "ecc_corrected", .counter = &Gpu::ecc_corrected},
+    {.name = "remapped_rows_pending", .counter = &Gpu::remapped_rows_pending},
+    {.name = "remapped_rows_failure", .counter = &Gpu::remapped_rows_failure},
+    {.name = "energy_mj", .counter = &Gpu::energy_mj},
+    {.name = "xid", .special = kXid},
+};
+constexpr Member<XidEvent> kXidEventMembers[] = {
+    {.name = "code", .special = kCode},
+    {.name = "pci_bus_id", .text = &XidEvent::pci_bus_id},
+    {.name = "gpu_index", .special = kGpuIndex},
+    {.name = "severity", .text = &XidEvent::severity},
+    {.name = "message", .text = &XidEvent::message},
+};
+constexpr Member<Psi> kPsiMembers[] = {
+    {.name = "cpu_some_avg10", .gauge = &Psi::cpu_some_avg10},
+    {.name = "cpu_some_avg60", .gauge = &Psi::cpu_some_avg60},
+    {.name = "io_some_avg10", .gauge = &Psi::io_some_avg10},
+    {.name = "io_some_avg60", .gauge = &Psi::io_some_avg60},
+    {.name = "io_full_avg10", .gauge = &Psi::io_full_avg10},
+    {.name = "io_full_avg60", .gauge = &Psi::io_full_avg60},
+    {.name = "memory_some_avg10", .gauge = &Psi::memory_some_avg10},
+    {.name = "memory_some_avg60", .gauge = &Psi::memory_some_avg60},
+    {.name = "memory_full_avg10", .gauge = &Psi::memory_full_avg10},
+    {.name = "memory_full_avg60", .gauge = &Psi::memory_full_avg60},
+    {.name = "cpu_some_total_us", .counter = &Psi::cpu_some_total_us},
+    {.name = "io_some_total_us", .counter = &Psi::io_some_total_us},
+    {.name = "io_full_total_us", .counter = &Psi::io_full_total_us},
+    {.name = "memory_some_total_us", .counter = &Psi::memory_some_total_us},
+    {.name = "memory_full_total_us", .counter = &Psi::memory_full_total_us},
+};
+constexpr Member<HostStats> kHostMembers[] = {
+    {.name = "load1", .gauge = &HostStats::load1},
+    {.name = "load5", .gauge = &HostStats::load5},
+    {.name = "load15", .gauge = &HostStats::load15},
+    {.name = "mem_total_bytes", .counter = &HostStats::mem_total_bytes},
+    {.name = "mem_available_bytes", .counter = &HostStats::mem_available_bytes},
+    {.name = "procs_running", .counter = &HostStats::procs_running},
+    {.name = "procs_blocked", .counter = &HostStats::procs_blocked},
+    {.name = "oom_kills", .counter = &HostStats::oom_kills},
+    {.name = "psi", .special = kPsi},
+};
+constexpr Member<JobContext> kContextMembers[] = {
+    {.name = "scheduler", .text = &JobContext::scheduler},
+    {.name = "job_id", .text = &JobContext::job_id},
+    {.name = "step_id", .text = &JobContext::step_id},
+    {.name = "job_name", .text = &JobContext::job_name},
+    {.name = "user", .text = &JobContext::user},
+    {.name = "nodelist", .text = &JobContext::nodelist},
+    {.name = "node_id", .text = &JobContext::node_id},
+    {.name = "gpus", .special = kGpus},
+    {.name = "visible_devices", .special = kVisibleDevices},
+    {.name = "pod", .text = &JobContext::pod},
+    {.name = "namespace", .text = &JobContext::namespace_name},
+};
 
 class SnapshotReader {
   public:
@@ -299,107 +366,70 @@ class SnapshotReader {
         return true;
     }
 
+    // Reads an object of S member by member: plain members by their table, the rest by `special(m)`.
+    template <typename S, std::size_t N, typename F>
+    bool members(S& target, const Member<S> (&table)[N], F special) {
+        Members<S, N> names(table);
+        return object([&](std::string_view key) {
+            const Member<S>* m = names.find(key);
+            if (!m)
+                p_.skip();
+            else if (m->counter)
+                counter(target.*(m->counter));
+            else if (m->gauge)
+                gauge(target.*(m->gauge));
+            else if (m->text)
+                string(target.*(m->text));
+            else
+                special(m->special);
+        });
+    }
+
     void context(JobContext& out) {
         JobContext c;
         c.scheduler.clear();
-        const bool read = object([&](std::string_view key) {
-            if (auto* m = member(c, kContextStrings, key))
-                string(*m);
-            else if (key == "gpus")
-                strings(c.gpus);
-            else if (key == "visible_devices")
-                strings(c.visible_devices);
-            else
-                p_.skip();
-        });
+        const bool read =
+            members(c, kContextMembers, [&](int m) { strings(m == kGpus ? c.gpus : c.visible_devices); });
         if (!read) c = JobContext{};
         if (c.scheduler.empty()) c.scheduler = "none";
         out = std::move(c);
     }
-    void psi(Psi& out) {
-        Psi p;
-        object([&](std::string_view key) {
-            if (auto* g = member(p, kPsiGauges, key))
-                gauge(*g);
-            else if (auto* c = member(p, kPsiCounters, key))
-                counter(*c);
-            else
-                p_.skip();
-        });
-        out = p;
-    }
     void host_stats(HostStats& out) {
         HostStats h;
-        object([&](std::string_view key) {
-            if (auto* g = member(h, kHostGauges, key))
-                gauge(*g);
-            else if (auto* c = member(h, kHostCounters, key))
-                counter(*c);
-            else if (key == "psi")
-                psi(h.psi);
-            else
-                p_.skip();
+        members(h, kHostMembers, [&](int) {
+            Psi psi;
+            members(psi, kPsiMembers, [](int) {});
+            h.psi = psi;
         });
         out = h;
     }
     void interface(NetInterface& i) {
-        object([&](std::string_view key) {
-            if (auto* c = member(i, kInterfaceCounters, key))
-                counter(*c);
-            else if (key == "name")
-                string(i.name);
-            else if (key == "pause")
-                counters(i.pause);
-            else
-                p_.skip();
-        });
+        members(i, kInterfaceMembers, [&](int) { counters(i.pause); });
     }
     void rdma(RdmaPort& r) {
-        object([&](std::string_view key) {
-            if (key == "counters")
-                counters(r.counters);
-            else if (key == "hw_counters")
-                counters(r.hw_counters);
-            else if (key == "device")
-                string(r.device);
-            else if (key == "port")
+        members(r, kRdmaMembers, [&](int m) {
+            if (m == kPort)
                 r.port = static_cast<int>(integer().value_or(0));
-            else if (key == "state")
-                string(r.state);
-            else if (key == "phys_state")
-                string(r.phys_state);
-            else if (key == "rate_gbps")
-                gauge(r.rate_gbps);
-            else if (key == "link_layer")
-                string(r.link_layer);
-            else if (key == "netdev")
-                string(r.netdev);
-            else if (key == "rx_bytes")
-                counter(r.rx_bytes);
-            else if (key == "tx_bytes")
-                counter(r.tx_bytes);
             else
-                p_.skip();
+                counters(m == kCounters ? r.counters : r.hw_counters);
         });
     }
     void gpu(Gpu& g) {
-        object([&](std::string_view key) {
-            if (auto* c = member(g, kGpuCounters, key))
-                counter(*c);
-            else if (auto* ga = member(g, kGpuGauges, key))
-                gauge(*ga);
-            else if (auto* st = member(g, kGpuStrings, key))
-                string(*st);
-            else if (key == "index")
-                g.index = static_cast<int>(integer().value_or(-1));
-            else if (key == "minor_number")
-                minor_number(g.minor_number);
-            else if (key == "throttle_reasons")
-                strings(g.throttle_reasons);
-            else if (key == "xid")
-                xid_codes(g.xid);
-            else
-                p_.skip();
+        members(g, kGpuMembers, [&](int m) {
+            switch (m) {
+                case kIndex:
+                    g.index = static_cast<int>(integer().value_or(-1));
+                    break;
+                case kMinor:
+                    minor_number(g.minor_number);
+                    break;
+                case kThrottleReasons:
+                    strings(g.throttle_reasons);
+                    break;
+                default:
+                    xid_codes(g.xid);
+                    break;
+            }
         });
     }
     void minor_number(std::optional<int>& out) {
@@ -429,19 +459,11 @@ class SnapshotReader {
         }
     }
     void xid_event(XidEvent& e) {
-        object([&](std::string_view key) {
-            if (key == "code")
+        members(e, kXidEventMembers, [&](int m) {
+            if (m == kCode)
                 e.code = static_cast<int>(integer().value_or(0));
-            else if (key == "pci_bus_id")
-                string(e.pci_bus_id);
-            else if (key == "gpu_index")
-                e.gpu_index = static_cast<int>(integer().value_or(-1));
-            else if (key == "severity")
-                string(e.severity);
-            else if (key == "message")
-                string(e.message);
             else
-                p_.skip();
+                e.gpu_index = static_cast<int>(integer().value_or(-1));
         });
     }
     // Rare and intricate: handed to nlohmann and nccl_from_json as they are, giving up on any problem.
