@@ -56,15 +56,20 @@ Json verdict_document(const Json& header, const StepVerdict& verdict, const std:
 }
 
 std::vector<Json> events_between(const Snapshot* previous, const Snapshot& current) {
+    // Called every sample and almost always empty: no strings built unless there is an event.
     std::vector<Json> events;
-    const std::string t = format_rfc3339(current.time);
+    std::string t;
+    auto time = [&]() -> const std::string& {
+        if (t.empty()) t = format_rfc3339(current.time);
+        return t;
+    };
     if (previous) {
         for (const auto& now : current.rdma)
             for (const auto& before : previous->rdma)
-                if (before.key() == now.key() &&
+                if (before.port == now.port && before.device == now.device &&
                     (before.state != now.state || before.phys_state != now.phys_state))
                     events.push_back(Json{{"type", "event"},
-                                          {"time", t},
+                                          {"time", time()},
                                           {"kind", "link_state"},
                                           {"port", now.key()},
                                           {"from", before.state + "/" + before.phys_state},
@@ -72,7 +77,7 @@ std::vector<Json> events_between(const Snapshot* previous, const Snapshot& curre
     }
     for (const auto& x : current.xid_events)
         events.push_back(Json{{"type", "event"},
-                              {"time", t},
+                              {"time", time()},
                               {"kind", "xid"},
                               {"code", x.code},
                               {"pci_bus_id", x.pci_bus_id},

@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "libstallscope/rules/profiler.h"
+#include "libstallscope/timeline/documents.h"
 
 using namespace stallscope;
 
@@ -146,4 +147,32 @@ TEST_CASE("lines longer than the read buffer, blank lines and a torn last line a
     CHECK(c.samples[3].time == 8);
     REQUIRE(c.warnings.size() == 1);
     CHECK(c.warnings[0].find(":7: torn last line") != std::string::npos);
+}
+
+TEST_CASE("events between two samples: link state changes and Xids, nothing when nothing happened") {
+    Snapshot before, now;
+    before.time = 100;
+    now.time = 101.5;
+    RdmaPort port;
+    port.device = "mlx5_0";
+    port.port = 1;
+    port.state = "ACTIVE";
+    port.phys_state = "LinkUp";
+    before.rdma = {port, port};
+    before.rdma[1].port = 2;
+    now.rdma = before.rdma;
+    CHECK(events_between(nullptr, now).empty());
+    CHECK(events_between(&before, now).empty());
+    now.rdma[1].state = "DOWN";
+    now.xid_events = {{79, "0000:18:00", 3, "critical", "GPU has fallen off the bus."}};
+    const auto events = events_between(&before, now);
+    REQUIRE(events.size() == 2);
+    CHECK(events[0]["kind"] == "link_state");
+    CHECK(events[0]["port"] == "mlx5_0/2");
+    CHECK(events[0]["from"] == "ACTIVE/LinkUp");
+    CHECK(events[0]["to"] == "DOWN/LinkUp");
+    CHECK(events[0]["time"] == "1970-01-01T00:01:41.500Z");
+    CHECK(events[1]["kind"] == "xid");
+    CHECK(events[1]["code"] == 79);
+    CHECK(events[1]["time"] == events[0]["time"]);
 }
