@@ -2,14 +2,17 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <nlohmann/json.hpp>
 
+#include "libstallscope/model/json_fields.h"
 #include "libstallscope/sources/nccl/ras_parse.h"
 
 namespace stallscope::nccl {
 namespace {
 
-using nlohmann::json;
+// ordered_json: the type json_fields::Reader reads (records are small; order is irrelevant here).
+using json = nlohmann::ordered_json;
 
 constexpr std::size_t kMaxPending = 8192;  // joined instances waiting for more ranks
 constexpr int kMaxPendingAge = 3;          // samples an instance may wait for the rest of its ranks
@@ -20,6 +23,12 @@ double median(std::vector<double> v) {
     std::nth_element(v.begin(), mid, v.end());
     if (v.size() % 2) return *mid;
     return (*mid + *std::max_element(v.begin(), mid)) / 2;
+}
+
+// Ranks and rank counts are ints; a 64-bit value outside int's range is as unusable as a missing one.
+int clamp_to_int(std::optional<std::int64_t> v, int fallback) {
+    if (!v || *v < std::numeric_limits<int>::min() || *v > std::numeric_limits<int>::max()) return fallback;
+    return static_cast<int>(*v);
 }
 
 std::optional<double> number(const json& o, const char* key) {
@@ -51,17 +60,21 @@ std::optional<InspectorRecord> parse_inspector_line(std::string_view line, std::
         why = "no header/metadata";
         return std::nullopt;
     }
-    const std::string version = m->value("inspector_output_format_version", std::string());
+    // Typed, non-throwing reads only (json_fields::Reader): a key of the wrong type is a problem that
+    // declines the record, never an exception out of this parser (nlohmann's value() throws).
+    std::vector<std::string> problems;
+    const json_fields::Reader header{*h, problems, "header"}, metadata{*m, problems, "metadata"};
+    const std::string version = metadata.string("inspector_output_format_version");
     if (version.rfind("v4.", 0) != 0) {
         why = "unsupported inspector_output_format_version '" + version.substr(0, 16) + "'";
         return std::nullopt;
     }
     InspectorRecord r;
-    r.comm = normalize_comm_hash(h->value("id", std::string()));
-    r.rank = h->value("rank", -1);
-    r.n_ranks = h->value("n_ranks", 0);
-    r.host = m->value("hostname", std::string());
-    r.pid = m->value("pid", std::int64_t{-1});
+    r.comm = normalize_comm_hash(header.string("id"));
+    r.rank = clamp_to_int(header.integer("rank"), -1);
+    r.n_ranks = clamp_to_int(header.integer("n_ranks"), 0);
+    r.host = metadata.string("hostname");
+    r.pid = metadata.integer("pid").value_or(-1);
     const char* prefix = "coll";
     auto perf = o.find("coll_perf");
     if (perf == o.end()) {
@@ -74,17 +87,21 @@ std::optional<InspectorRecord> parse_inspector_line(std::string_view line, std::
         return std::nullopt;
     }
     const std::string p(prefix);
-    r.coll = perf->value(p, std::string());
-    const auto sn = perf->find(p + "_sn");
-    const auto size = perf->find(p + "_msg_size_bytes");
+    const json_fields::Reader fields{*perf, problems, p + "_perf"};
+    r.coll = fields.string(p.c_str());
+    const auto sn = fields.u64((p + "_sn").c_str());
+    const auto size = fields.u64((p + "_msg_size_bytes").c_str());
     const auto exec = number(*perf, (p + "_exec_time_us").c_str());
-    if (r.coll.empty() || sn == perf->end() || !sn->is_number_unsigned() || size == perf->end() ||
-        !size->is_number_unsigned() || !exec || r.rank < 0) {
+    if (!problems.empty()) {
+        why = problems.front();
+        return std::nullopt;
+    }
+    if (r.coll.empty() || !sn || !size || !exec || r.rank < 0) {
         why = "record without op, sequence number, size, exec time or rank";
         return std::nullopt;
     }
-    r.sn = sn->get<std::uint64_t>();
-    r.msg_size_bytes = size->get<std::uint64_t>();
+    r.sn = *sn;
+    r.msg_size_bytes = *size;
     r.exec_us = *exec;
     r.busbw_gbs = number(*perf, (p + "_busbw_gbs").c_str());
     return r;

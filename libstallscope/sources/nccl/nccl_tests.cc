@@ -112,7 +112,9 @@ NcclTestResult parse_nccl_tests_json(std::string_view text) {
                     r.peak_size_bytes = size;
                 }
             }
-            if (h.contains("nwrong") && h["nwrong"].is_number()) {  // null with -c 0
+            // null with -c 0; a negative or > 2^53 count is garbage (and casting it would be UB).
+            if (h.contains("nwrong") && h["nwrong"].is_number() && h["nwrong"].get<double>() >= 0 &&
+                h["nwrong"].get<double>() <= 9007199254740992.0) {
                 r.wrong = r.wrong.value_or(0) + static_cast<std::uint64_t>(h["nwrong"].get<double>());
                 wrong_known = true;
             }

@@ -157,3 +157,41 @@ TEST_CASE("the tail keeps offsets, waits for a torn line, and restarts after tru
     CHECK(lines == std::vector<std::string>{"new"});
     CHECK_FALSE(TailFile(path + ".missing", 10).read_lines(10, lines).empty());
 }
+
+// Regression (fuzz finding, tests/fuzz/corpus/nccl_logs/regression_inspector_id_not_string): nlohmann's
+// value("id", std::string()) threw type_error out of this "never throws" parser when a key existed with
+// another type; in the helper that failed the whole NCCL source for the sample.
+TEST_CASE("an Inspector record with any field of the wrong type is declined, never thrown") {
+    const std::string line = [] {
+        const auto text = nccl_fixture("inspector/node001-pid1001.log");
+        return text.substr(0, text.find('\n'));
+    }();
+    std::string why;
+    REQUIRE(parse_inspector_line(line, why));
+    const std::vector<std::pair<std::string, std::string>> swaps = {
+        {"\"id\":", "\"id\":{\"x\":1},\"was_id\":"},
+        {"\"rank\":", "\"rank\":\"zero\",\"was_rank\":"},
+        {"\"n_ranks\":", "\"n_ranks\":[4],\"was_n_ranks\":"},
+        {"\"hostname\":", "\"hostname\":true,\"was_hostname\":"},
+        {"\"pid\":", "\"pid\":1.5,\"was_pid\":"},
+        {"\"inspector_output_format_version\":", "\"inspector_output_format_version\":4,\"was_v\":"},
+        {"\"coll\":", "\"coll\":[],\"was_coll\":"},
+        {"\"coll_sn\":", "\"coll_sn\":-1,\"was_sn\":"},
+        {"\"coll_msg_size_bytes\":", "\"coll_msg_size_bytes\":\"big\",\"was_size\":"},
+    };
+    for (const auto& [key, replacement] : swaps) {
+        CAPTURE(key);
+        const auto at = line.find(key);
+        REQUIRE(at != std::string::npos);
+        std::string bad = line;
+        bad.replace(at, key.size(), replacement);
+        std::optional<InspectorRecord> r;
+        CHECK_NOTHROW(r = parse_inspector_line(bad, why));
+        CHECK_FALSE(r);
+        CHECK_FALSE(why.empty());
+    }
+    // A rank beyond int's range is as unusable as a missing one (no silent truncation).
+    std::string huge = line;
+    huge.replace(huge.find("\"rank\":"), 7, "\"rank\":9223372036854775807,\"was_rank\":");
+    CHECK_FALSE(parse_inspector_line(huge, why));
+}
