@@ -1,11 +1,25 @@
 #!/bin/bash
-# Builds every libFuzzer target (clang, ASan + UBSan) and runs each for SECONDS (default 20), JOBS at a
-# time (default: the number of cores). Fails on the first crash, leak, timeout or UB report; prints one line
-# per target with its executions and coverage. New inputs go to a scratch dir, never into the seed corpus.
-#   tests/fuzz/run.sh [SECONDS]       env: BUILD_DIR (build-fuzz), JOBS, WORK_DIR (kept when set)
+# Builds every libFuzzer target (clang, ASan + UBSan) and runs it, JOBS at a time (default: the number of
+# cores). Fails on any crash, leak, timeout or UB report; prints one line per target with its executions and
+# coverage. New inputs go to a scratch dir, never into the seed corpus.
+#
+#   tests/fuzz/run.sh --ci      the CI gate, deterministic: every committed input (corpus/<target>/, which
+#                               holds the seeds and every past finding as regression_*) replayed once
+#                               (-runs=0), then a fixed-seed exploration of CI_RUNS (default 4000) inputs
+#                               (-seed=1 -runs=N: the same inputs on every run of the same code)
+#   tests/fuzz/run.sh [SECONDS] open-ended exploration for SECONDS per target (default 20): finds new bugs,
+#                               so it can fail on code nobody touched; not a gate (README.md here)
+#   env: BUILD_DIR (build-fuzz), JOBS, WORK_DIR (kept when set), CI_RUNS
 set -euo pipefail
 
-seconds="${1:-20}"
+mode=explore
+seconds=20
+if [[ "${1:-}" == "--ci" ]]; then
+    mode=ci
+elif [[ -n "${1:-}" ]]; then
+    seconds="$1"
+fi
+ci_runs="${CI_RUNS:-4000}"
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
 build="${BUILD_DIR:-$repo/build-fuzz}"
 jobs="${JOBS:-$(nproc)}"
@@ -39,9 +53,18 @@ run_one() {
         snapshot_json | timeline) dict=(-dict="$repo/tests/fuzz/json.dict") ;;
     esac
     # -rss_limit_mb bounds a runaway allocation; -timeout flags a hang (any single input over 10 s).
-    "$build/tests/fuzz/fuzz_$name" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
-        -print_final_stats=1 -artifact_prefix="$artifacts" "${dict[@]}" "$corpus" "$repo/tests/fuzz/corpus/$name" \
-        >"$work/$name.log" 2>&1
+    local common=(-timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$artifacts" "${dict[@]}")
+    if [[ "$mode" == ci ]]; then
+        # 1. Every committed input once, in a fixed order (regressions first fail here, on every run).
+        "$build/tests/fuzz/fuzz_$name" "${common[@]}" -runs=0 "$repo/tests/fuzz/corpus/$name" \
+            >"$work/$name.log" 2>&1 || return 0
+        # 2. A fixed-seed exploration from that corpus: deterministic for the same code.
+        "$build/tests/fuzz/fuzz_$name" "${common[@]}" -seed=1 -runs="$ci_runs" "$corpus" \
+            "$repo/tests/fuzz/corpus/$name" >>"$work/$name.log" 2>&1
+    else
+        "$build/tests/fuzz/fuzz_$name" "${common[@]}" -max_total_time="$seconds" "$corpus" \
+            "$repo/tests/fuzz/corpus/$name" >"$work/$name.log" 2>&1
+    fi
 }
 
 failed=0
@@ -73,6 +96,7 @@ for name in "${targets[@]}"; do
     fi
 done
 end=$(date +%s)
-printf 'fuzz: %d targets x %ss, %d at a time; build %ds, total %ds\n' "${#targets[@]}" "$seconds" "$jobs" \
+if [[ "$mode" == ci ]]; then what="every committed input + $ci_runs fixed-seed runs"; else what="${seconds}s"; fi
+printf 'fuzz: %d targets x %s, %d at a time; build %ds, total %ds\n' "${#targets[@]}" "$what" "$jobs" \
     $((built - start)) $((end - start))
 exit "$failed"
