@@ -25,9 +25,10 @@ bool parse_uint(std::string_view text, unsigned lo, unsigned hi, unsigned* out) 
 }
 
 unsigned task_exit_worst_case(const PluginConfig& config) {
-    // stop: stop_timeout, then 1 s for the final read after SIGKILL; each scontrol call: its timeout
-    // plus up to 1 s to kill and reap it.
-    return config.stop_timeout + 1 + kScontrolCallsPerComment * (config.scontrol_timeout + 1);
+    // stop_helper: stop_timeout, then 1 s for the final read after SIGKILL and 0.2 s to reap; the comment
+    // write: one deadline of kScontrolCallsPerComment × (scontrol_timeout + 1 s to kill and reap), which
+    // the last call may overrun by its exec (≤ 2 s, process.cc).
+    return config.stop_timeout + 2 + kScontrolCallsPerComment * (config.scontrol_timeout + 1) + 2;
 }
 
 namespace {
@@ -43,7 +44,7 @@ constexpr UintKey kUintKeys[] = {
     {"stop_timeout", &PluginConfig::stop_timeout, 0, 300},
     {"epilog_timeout", &PluginConfig::epilog_timeout, 1, 600},
     {"scontrol_timeout", &PluginConfig::scontrol_timeout, 1, 120},
-    {"task_exit_budget", &PluginConfig::task_exit_budget, 10, 900},
+    {"task_exit_budget", &PluginConfig::task_exit_budget, 12, 900},
     {"min_interval", &PluginConfig::min_interval, 1, 86400},
     {"max_interval", &PluginConfig::max_interval, 1, 86400},
 };

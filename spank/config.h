@@ -27,8 +27,8 @@ struct PluginConfig {
     unsigned scontrol_timeout = 10;  // seconds before an scontrol call is killed
     // Upper bound for the last task_exit (helper stop + the job comment's scontrol calls): it runs inside
     // slurmstepd's task wait loop, and beyond UnkillableStepTimeout (60 s by default) the node is
-    // drained. Checked at load: stop_timeout + 1 + kScontrolCallsPerComment × (scontrol_timeout + 1).
-    unsigned task_exit_budget = 55;
+    // drained. Checked at load against task_exit_worst_case(); the defaults need 58 s.
+    unsigned task_exit_budget = 58;
     OutputPolicy output_policy = OutputPolicy::submit;
     std::string output_template;  // for OutputPolicy::template_
     CommentTarget comment = CommentTarget::admin;

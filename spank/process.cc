@@ -5,12 +5,16 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <climits>
+#include <cstdlib>
 #include <cstring>
 
 namespace stallscope::spank {
@@ -178,7 +182,7 @@ struct CStrings {
     }
 };
 
-constexpr int kExecReportTimeoutMs = 10000;
+constexpr int kExecReportTimeoutMs = 2000;  // exec takes milliseconds; seconds means a hung file system
 constexpr int kFinalReapMs = 1000;  // after SIGKILL; a child stuck in D state (hung NFS) is left behind
 constexpr std::size_t kDrainBytesPerCall = 1 << 20;
 
@@ -442,6 +446,28 @@ CommandResult run_command(const std::vector<std::string>& argv, const std::vecto
     else if (WIFSIGNALED(status))
         result.error = std::string("killed by signal ") + strsignal(WTERMSIG(status));
     return result;
+}
+
+std::string check_root_owned_program(const std::string& path) {
+    if (path.empty() || path.front() != '/') return path + ": not an absolute path";
+    char resolved[PATH_MAX];
+    if (realpath(path.c_str(), resolved) == nullptr) return path + ": " + std::strerror(errno);
+    std::string real = resolved;
+    struct stat st {};
+    if (stat(real.c_str(), &st) != 0) return real + ": " + std::strerror(errno);
+    if (!S_ISREG(st.st_mode) || (st.st_mode & S_IXUSR) == 0) return real + ": not an executable regular file";
+    if (st.st_uid != 0) return real + ": not owned by root";
+    if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) return real + ": writable by group or others";
+    // realpath left no symlinks: check every directory from the file's up to /.
+    std::string dir = real;
+    while (dir.size() > 1) {
+        dir.resize(std::max<std::size_t>(dir.rfind('/'), 1));
+        if (lstat(dir.c_str(), &st) != 0) return dir + ": " + std::strerror(errno);
+        if (!S_ISDIR(st.st_mode) || st.st_uid != 0) return dir + ": directory not owned by root";
+        if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0 && (st.st_mode & S_ISVTX) == 0)
+            return dir + ": directory writable by group or others";
+    }
+    return "";
 }
 
 std::string find_program(const std::string& name, const std::vector<std::string>& dirs) {

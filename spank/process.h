@@ -83,14 +83,20 @@ struct CommandResult {
 
 // Runs argv[0] (absolute path, no shell, no PATH search) with env, optionally as `who` (full drop as
 // in spawn_helper, plus command_limits(timeout_s)), stdout+stderr captured, killed (whole process
-// group) after timeout_s. Returns within timeout_s + 2 s whatever the child does (a child that does
-// not die after SIGKILL, D state on a hung NFS, is left unreaped and reported in error); callers with
-// an overall deadline pass the remaining seconds. With
-// ignore_sigterm the child starts with SIGTERM ignored, so the job's own kill sequence (scancel, time
-// limit: SIGTERM to everything slurmstepd started) does not cut a short scontrol call short.
+// group) after timeout_s. Returns within timeout_s + 3 s whatever the child does (2 s for exec, 1 s
+// to kill and reap; a child that outlives SIGKILL, D state on a hung NFS, is left unreaped and named
+// in error); callers with an overall deadline pass the seconds left. With ignore_sigterm the child
+// starts with SIGTERM ignored, so the job's own kill sequence (scancel, time limit: SIGTERM to
+// everything slurmstepd started) does not cut a short scontrol call short.
 CommandResult run_command(const std::vector<std::string>& argv, const std::vector<std::string>& env,
                           const std::optional<Credentials>& who, unsigned timeout_s,
                           bool ignore_sigterm = false);
+
+// "" when `path` is safe for root to execute: absolute, a regular executable file owned by root and not
+// group/other-writable, in directories (every component up to /, symlinks resolved) owned by root and
+// not group/other-writable unless sticky (like /tmp: nobody else can replace a root-owned entry there).
+// Otherwise says what is wrong.
+std::string check_root_owned_program(const std::string& path);
 
 // First executable of dirs/name, e.g. scontrol in /usr/bin, /usr/local/bin, ... (never the user's PATH).
 std::string find_program(const std::string& name, const std::vector<std::string>& dirs);

@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -170,7 +171,7 @@ TEST_CASE("config: stop_timeout + scontrol calls must fit task_exit_budget; shru
     CHECK(maxed.config.scontrol_timeout == 1);
     CHECK(maxed.config.stop_timeout == 46);
     REQUIRE(maxed.errors.size() == 1);
-    CHECK(maxed.errors[0].find("task_exit_budget=55") != std::string::npos);
+    CHECK(maxed.errors[0].find("task_exit_budget=58") != std::string::npos);
     ConfigParse roomy =
         parse_plugin_args({"stop_timeout=300", "scontrol_timeout=120", "task_exit_budget=900"});
     CHECK(roomy.errors.empty());
@@ -187,4 +188,41 @@ TEST_CASE("config: allow_test_env and scontrol keys") {
     CHECK(p.config.scontrol == "/opt/slurm/bin/scontrol");
     CHECK(parse_plugin_args({"scontrol=scontrol"}).errors.size() == 1);
     CHECK(parse_plugin_args({"allow_test_env=yes"}).errors.size() == 1);
+}
+
+TEST_CASE("scontrol as root only from a root-owned path nobody else can write") {
+    CHECK(check_root_owned_program("scontrol").find("not an absolute path") != std::string::npos);
+    CHECK_FALSE(check_root_owned_program("/nonexistent/scontrol").empty());
+    if (geteuid() != 0) {
+        MESSAGE("skipped: needs root (chown)");
+        return;
+    }
+    CHECK(check_root_owned_program("/bin/sh") == "");
+    char tmpl[] = "/tmp/stallscope-scontrol-test.XXXXXX";  // /tmp is sticky: accepted as a parent
+    REQUIRE(mkdtemp(tmpl) != nullptr);
+    const std::string dir = tmpl, bin = dir + "/scontrol";
+    REQUIRE(chmod(dir.c_str(), 0755) == 0);
+    REQUIRE(write_text(bin, "#!/bin/sh\n"));
+    REQUIRE(chmod(bin.c_str(), 0755) == 0);
+    CHECK(check_root_owned_program(bin) == "");
+    CHECK(check_root_owned_program(dir + "/../" + dir.substr(5) + "/scontrol") == "");
+    REQUIRE(chmod(bin.c_str(), 0775) == 0);
+    CHECK(check_root_owned_program(bin).find("writable by group or others") != std::string::npos);
+    REQUIRE(chmod(bin.c_str(), 0755) == 0);
+    REQUIRE(chown(bin.c_str(), kNobody, kNobody) == 0);
+    CHECK(check_root_owned_program(bin).find("not owned by root") != std::string::npos);
+    REQUIRE(chown(bin.c_str(), 0, 0) == 0);
+    REQUIRE(chmod(dir.c_str(), 0777) == 0);  // a user could swap the binary
+    CHECK(check_root_owned_program(bin).find("directory writable") != std::string::npos);
+    REQUIRE(chmod(dir.c_str(), 0755) == 0);
+    REQUIRE(chown(dir.c_str(), kNobody, kNobody) == 0);
+    CHECK(check_root_owned_program(bin).find("directory not owned by root") != std::string::npos);
+    // A symlink is followed to its target, and the target's directories are what count.
+    const std::string link = dir + "/link";
+    REQUIRE(chown(dir.c_str(), 0, 0) == 0);
+    REQUIRE(symlink("/bin/sh", link.c_str()) == 0);
+    CHECK(check_root_owned_program(link) == "");
+    unlink(link.c_str());
+    unlink(bin.c_str());
+    rmdir(dir.c_str());
 }
