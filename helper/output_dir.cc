@@ -108,7 +108,7 @@ OutputDir choose_output_dir(const std::string& requested_path) {
     const std::string requested = without_trailing_slashes(requested_path);
     std::string error;
     if (usable_output_dir(requested, error)) return {requested, ""};
-    OutputDir fallback = fallback_output_dir(requested, "not usable (" + error + ")");
+    OutputDir fallback = fallback_output_dir(requested, "not writable (" + error + ")");
     // Said here too, not only in the verdict: someone running record by hand sees it at once (under the
     // plugin stderr is /dev/null until the helper log is open).
     std::fprintf(stderr, "stallscope: %s\n", fallback.warning.c_str());
