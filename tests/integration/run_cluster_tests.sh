@@ -218,6 +218,21 @@ cp "$D/etc/plugstack.conf.default" "$D/etc/plugstack.conf"
 check "exit code 0 (job $id)" test "$rc" = 0
 check "slurmd log says why" log_has "stallscope: job $id step 0: cannot start helper /nonexistent/stallscope: exec failed: No such file or directory"
 
+echo "== allow_test_env=0 (production default): a job's STALLSCOPE_NVML_LIBRARY does not reach the helper"
+sed "s#allow_test_env=1#allow_test_env=0#" "$D/etc/plugstack.conf.default" >"$D/etc/plugstack.conf"
+HELPER_ADJ='cat /proc/$(pgrep -u $(id -u) -f "record --out-dir [^ ]*stallscope-$SLURM_JOB_ID" | head -n 1)/oom_score_adj | sed "s/^/HELPER_ADJ=/"'
+out=$(as_user "$W/noseams" srun --stallscope=1 --gres=gpu:1 sh -c "echo JOBID=\$SLURM_JOB_ID; sleep 1; $HELPER_ADJ; sleep 1")
+rc=$?
+id=$(jobid_of "$out")
+SUCCEEDED_JOBS+=("$id")
+cp "$D/etc/plugstack.conf.default" "$D/etc/plugstack.conf"
+check "exit code 0 (job $id)" test "$rc" = 0
+check "the helper runs at oom_score_adj 0" grep -qx "HELPER_ADJ=0" <<<"$out"
+if [ -n "$FAKE_NVML" ]; then
+    wait_until 20 comment_matches "$id" 'stallscope/1 '
+    check "no GPU seen: the fake NVML of the job env was not loaded" comment_matches "$id" ' gpus=0( |$)'
+fi
+
 echo "== AdminComment: a pre-existing JS1: value set by root survives"
 id=$(as_user "$W/js1" sbatch --parsable --stallscope=1 --wrap 'sleep 6')
 SUCCEEDED_JOBS+=("$id")
