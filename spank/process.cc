@@ -201,8 +201,11 @@ bool reap_bounded(pid_t pid, int wait_ms, int* status) {
             if (status) *status = st;
             return true;
         }
-        if (r < 0 && errno != EINTR) return false;
-        if (now_ms() >= deadline) return false;
+        if (r < 0 && errno != EINTR) return false;  // errno ECHILD: reaped elsewhere
+        if (now_ms() >= deadline) {
+            errno = ETIMEDOUT;
+            return false;
+        }
         usleep(5000);
     }
 }
@@ -425,8 +428,9 @@ CommandResult run_command(const std::vector<std::string>& argv, const std::vecto
     bool eof = read_until_eof(out[0], result.output, 256 * 1024, deadline);
     close(out[0]);
     int status = 0;
+    errno = 0;
     bool reaped = eof && reap_bounded(pid, static_cast<int>(std::max(0L, deadline - now_ms())), &status);
-    if (!reaped && errno == ECHILD) {  // reaped elsewhere: status unknown
+    if (eof && !reaped && errno == ECHILD) {  // reaped elsewhere: status unknown
         result.error = "waitpid: the command was reaped elsewhere";
         if (child.pidfd >= 0) close(child.pidfd);
         return result;
