@@ -233,6 +233,19 @@ if [ -n "$FAKE_NVML" ]; then
     check "no GPU seen: the fake NVML of the job env was not loaded" comment_matches "$id" ' gpus=0( |$)'
 fi
 
+echo "== slurmctld-epilog.sh finds the verdict of a job submitted with --chdir (under the submit dir)"
+sed 's#$# comment=none#' "$D/etc/plugstack.conf.default" >"$D/etc/plugstack.conf"
+mkdir -p "$W/epi/work" && chown "$U" "$W/epi/work"
+id=$(as_user "$W/epi/submit" sbatch --parsable --wait --stallscope=1 --chdir="$W/epi/work" --wrap 'sleep 3')
+SUCCEEDED_JOBS+=("$id")
+cp "$D/etc/plugstack.conf.default" "$D/etc/plugstack.conf"
+check "verdict under the submit dir, none under the work dir (job $id)" eval \
+    'compgen -G "$W/epi/submit/stallscope-$id/verdict.*.json" >/dev/null && [ ! -e "$W/epi/work/stallscope-$id" ]'
+SLURM_JOB_ID=$id SLURM_JOB_USER=$U SLURM_JOB_WORK_DIR=$W/epi/work STALLSCOPE_EPILOG_DELAY=1 \
+    "$REPO/contrib/slurm/slurmctld-epilog.sh" 2>"$W/epi/epilog.err"
+check "the slurmctld epilog wrote AdminComment from the submit dir's verdict" \
+    wait_until 10 comment_matches "$id" "^stallscope/1 [a-z_]+ conf=.* file=$W/epi/submit/stallscope-$id/verdict"
+
 echo "== AdminComment: a pre-existing JS1: value set by root survives"
 id=$(as_user "$W/js1" sbatch --parsable --stallscope=1 --wrap 'sleep 6')
 SUCCEEDED_JOBS+=("$id")
