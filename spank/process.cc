@@ -139,7 +139,7 @@ bool apply_limits(const ChildLimits& limits) {
         reset_oom_score_adj();
     }
     if (p.who != nullptr) {
-        // In user_init ruid is still 0 (euid = user): regain euid 0, then drop all three ids (§0.3).
+        // euid 0 was regained above: drop all three ids for good (§0.3).
         const Credentials& w = *p.who;
         if (setgroups(w.groups.size(), w.groups.data()) != 0) child_fail(report, kIdentity);
         if (setresgid(w.gid, w.gid, w.gid) != 0) child_fail(report, kIdentity);

@@ -299,6 +299,12 @@ std::vector<NcclRasEvent> take_monitor_events(std::string& buffer, int& garbage)
         pos = nl + 1;
     }
     buffer.erase(0, pos);
+    // An event that never completes (no newline, no closing brace) must not grow the helper without
+    // bound, nor be rescanned from its start on every read.
+    if (buffer.size() > kMaxPendingEvent) {
+        buffer.clear();
+        ++garbage;
+    }
     return events;
 }
 

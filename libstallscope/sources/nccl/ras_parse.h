@@ -36,8 +36,9 @@ std::string repair_ras_json(std::string_view text);
 NcclRasReport parse_ras_report(std::string_view text);
 
 // MONITOR stream, text (one event per line) or JSON (concatenated pretty-printed objects). Consumes the
-// complete events at the front of `buffer` and leaves an incomplete tail there for the next read.
-// Malformed events are skipped and counted in `garbage`.
+// complete events at the front of `buffer` and leaves an incomplete tail there for the next read; a
+// tail longer than kMaxPendingEvent is dropped. Malformed events are skipped and counted in `garbage`.
+inline constexpr std::size_t kMaxPendingEvent = 1u << 20;
 std::vector<NcclRasEvent> take_monitor_events(std::string& buffer, int& garbage);
 
 // "2.28.9" -> 22809 (major*10000 + minor*100 + patch); 0 when not a version.

@@ -94,3 +94,14 @@ TEST_CASE("NCCL log: a 30 k-character WARN line is classified from its start; 20
     NcclLogEvent w;
     CHECK_NOTHROW(classify_log_line(std::string(30000, 'a') + " NCCL WARN " + std::string(30000, 'b'), w));
 }
+
+TEST_CASE("RAS MONITOR: an event that never ends is dropped past 1 MiB instead of growing the buffer") {
+    std::string buffer = "{\"event\": \"" + std::string(kMaxPendingEvent, 'x');
+    int garbage = 0;
+    CHECK(take_monitor_events(buffer, garbage).empty());
+    CHECK(buffer.empty());
+    CHECK(garbage == 1);
+    buffer = std::string(kMaxPendingEvent / 2, 'y');  // half as much: still waiting for its newline
+    CHECK(take_monitor_events(buffer, garbage).empty());
+    CHECK(buffer.size() == kMaxPendingEvent / 2);
+}
