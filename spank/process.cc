@@ -474,12 +474,4 @@ std::string check_root_owned_program(const std::string& path) {
     return "";
 }
 
-std::string find_program(const std::string& name, const std::vector<std::string>& dirs) {
-    for (const std::string& dir : dirs) {
-        std::string path = dir + "/" + name;
-        if (access(path.c_str(), X_OK) == 0) return path;
-    }
-    return "";
-}
-
 }  // namespace stallscope::spank

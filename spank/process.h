@@ -98,7 +98,4 @@ CommandResult run_command(const std::vector<std::string>& argv, const std::vecto
 // Otherwise says what is wrong.
 std::string check_root_owned_program(const std::string& path);
 
-// First executable of dirs/name, e.g. scontrol in /usr/bin, /usr/local/bin, ... (never the user's PATH).
-std::string find_program(const std::string& name, const std::vector<std::string>& dirs);
-
 }  // namespace stallscope::spank
