@@ -11,9 +11,12 @@ struct OutputDir {
     std::string warning;  // set when the fallback was used, saying why
 };
 
-// Tries `requested` (mkdir -p + a write probe). Falls back to $TMPDIR or /tmp:
+// Tries `requested`: creates its last component only (a missing parent is an error, never created,
+// root included), or accepts an existing real directory (lstat: never a symlink) owned by us and not
+// writable by group or others; then a write probe. Otherwise falls back to $TMPDIR or /tmp:
 // <tmp>/stallscope-<uid>/<basename(requested)>, where stallscope-<uid> must be a real directory owned by
-// us with mode 0700 (never follow a symlink planted in /tmp). Empty path when both fail.
+// us with mode 0700 (never follow a symlink planted in /tmp), and says why on stderr and in warning.
+// Empty path when both fail.
 OutputDir choose_output_dir(const std::string& requested);
 
 // Only the fallback, for a directory that went bad during the step (disk full); `why` completes

@@ -83,25 +83,65 @@ std::string segment_file(std::string_view segment) {
     return {};
 }
 
+namespace {
+
+std::vector<std::string_view> split_lines(std::string_view text) {
+    std::vector<std::string_view> lines;
+    while (!text.empty()) {
+        auto nl = text.find('\n');
+        lines.push_back(text.substr(0, nl));
+        if (nl == std::string_view::npos) break;
+        text.remove_prefix(nl + 1);
+    }
+    return lines;
+}
+
+}  // namespace
+
 ScontrolAdminComment parse_scontrol_admin_comment(std::string_view multi_line, std::string_view one_line,
                                                   std::string_view job_id) {
     ScontrolAdminComment result;  // ambiguous until proven otherwise
     while (!one_line.empty() && one_line.back() == '\n') one_line.remove_suffix(1);
     std::string first = "JobId=" + std::string(job_id) + " ";
-    if (one_line.find('\n') != std::string_view::npos) return result;  // a field contains a newline
+    // WorkDir is fixed at submission: a newline in it shows in every one-liner, so the check below
+    // cannot be raced (JobName and Comment can change between the two calls, WorkDir cannot).
+    if (one_line.find('\n') != std::string_view::npos) return result;
     if (one_line.substr(0, first.size()) != first) return result;
     if (multi_line.substr(0, first.size()) != first) return result;
-    constexpr std::string_view key = "\n   AdminComment=";
-    auto pos = multi_line.find(key);
-    if (pos == std::string_view::npos) {
-        result.state = AdminCommentRead::absent;
-        return result;
+    constexpr std::string_view kWorkDir = "   WorkDir=", kAdmin = "   AdminComment=";
+    std::vector<std::string_view> lines = split_lines(multi_line);
+    std::size_t workdir_line = 0, workdir_count = 0, admin_line = 0, admin_count = 0;
+    for (std::size_t i = 1; i < lines.size(); ++i) {
+        if (lines[i].substr(0, kWorkDir.size()) == kWorkDir) workdir_line = i, ++workdir_count;
+        if (lines[i].substr(0, kAdmin.size()) == kAdmin) admin_line = i, ++admin_count;
     }
-    std::string_view value = multi_line.substr(pos + key.size());
-    value = value.substr(0, value.find('\n'));
-    if (!value.empty() && value.back() == ' ') value.remove_suffix(1);  // scontrol appends one space
-    result.state = AdminCommentRead::present;
-    result.value = value;
+    // 22.05 prints AdminComment (when set) on the line right after WorkDir (slurm_sprint_job_info).
+    // A forged line elsewhere (JobName, Comment, StdOut with a newline), a second WorkDir line, or a
+    // second AdminComment line: we cannot tell the real one, so we do not read any.
+    if (workdir_count != 1 || admin_count > 1) return result;
+    if (admin_count == 1 && admin_line != workdir_line + 1) return result;
+    std::string_view workdir = lines[workdir_line].substr(kWorkDir.size());
+    std::string value;
+    if (admin_count == 1) {
+        std::string_view v = lines[admin_line].substr(kAdmin.size());
+        if (!v.empty() && v.back() == ' ') v.remove_suffix(1);  // scontrol appends one space
+        value = v;
+    }
+    // The same fields in the one-liner (a rename between the two calls changes JobName, which precedes
+    // WorkDir, never this stretch): "WorkDir=<w> AdminComment=<value> " or "WorkDir=<w> " without it.
+    const std::string with = " WorkDir=" + std::string(workdir) + " AdminComment=";
+    const auto at = one_line.find(with);
+    if (at != one_line.rfind(with)) return result;
+    if (admin_count == 1) {
+        if (at == std::string_view::npos ||
+            one_line.substr(at + with.size(), value.size() + 1) != value + " ")
+            return result;
+        result.state = AdminCommentRead::present;
+        result.value = value;
+    } else {
+        if (at != std::string_view::npos) return result;
+        result.state = AdminCommentRead::absent;
+    }
     return result;
 }
 

@@ -43,10 +43,15 @@ struct ScontrolAdminComment {
 };
 
 // Reads AdminComment of job `job_id` from `scontrol show job <id>` (multi-line) and
-// `scontrol show job -o <id>` (one-liner) output. Multi-line output puts AdminComment on its own
-// line ("   AdminComment=<value> "), but user-controlled fields (JobName, Comment, WorkDir, ...) may
-// contain newlines and forge such a line. The one-liner is one line exactly when no field contains a
-// newline; only then is the multi-line parse trusted. Anything unexpected → ambiguous.
+// `scontrol show job -o <id>` (one-liner) output. Neither form alone is unambiguous on 22.05 (no
+// --json): user-controlled fields (JobName, WorkDir, Comment, StdOut, ...) may contain newlines that
+// forge lines of the multi-line form, and spaces plus "AdminComment=" that forge fields of the one-line
+// form on either side of the real one. So the value is read in one place only, the multi-line form's
+// line right after the (single) WorkDir line, and accepted only when: the one-liner is one line (no
+// field holds a newline; WorkDir cannot change while the job runs, so a rename between the two calls
+// cannot hide one there), there is exactly one WorkDir line and at most one AdminComment line, and the
+// one-liner holds the same "WorkDir=<w> AdminComment=<value> " stretch (or no AdminComment after
+// WorkDir when absent). Anything else → ambiguous, and the caller leaves AdminComment alone.
 ScontrolAdminComment parse_scontrol_admin_comment(std::string_view multi_line, std::string_view one_line,
                                                   std::string_view job_id);
 

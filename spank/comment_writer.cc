@@ -1,11 +1,14 @@
-// Writing the segment into the job's comment with scontrol (fork/execv, absolute path from fixed
-// directories, explicit environment, bounded time). No libslurm inside slurmstepd.
+// Writing the segment into the job's comment with scontrol (fork/execv, the admin's absolute
+// `scontrol=` path, checked root-owned and not writable by others; explicit environment; one deadline
+// for all calls). No libslurm inside slurmstepd.
 //
 // Reading the current AdminComment on 22.05: `squeue -O` has no AdminComment field, `scontrol` has no
 // --json, and `squeue --json` ignores -j and dumps every job. `scontrol show job <id>` prints
 // AdminComment on its own line, but user-controlled fields can contain newlines and forge that line,
-// so we also run `scontrol show job -o <id>` and trust the multi-line parse only when the one-liner
-// really is one line (comment.h). When it is not, we leave AdminComment alone.
+// and the one-liner `scontrol show job -o <id>` has user-controlled fields on both sides of it. The
+// value is read from one anchored place and cross-checked against the one-liner (comment.h); when that
+// fails we leave AdminComment alone.
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -17,9 +20,6 @@
 namespace stallscope::spank {
 
 namespace {
-
-const std::vector<std::string> kSlurmBinDirs = {"/usr/bin", "/usr/local/bin", "/bin", "/opt/slurm/bin",
-                                                "/usr/local/slurm/bin"};
 
 // scontrol's environment: a fixed PATH and the daemon's own SLURM_CONF (slurmstepd inherits it from
 // slurmd, so it is root-controlled; never the job's).
@@ -34,12 +34,16 @@ std::string first_line(const std::string& text) {
     return line.size() > 200 ? line.substr(0, 200) + "..." : line;
 }
 
-std::string run_scontrol(const PluginConfig& config, const std::vector<std::string>& argv,
+// Each call gets scontrol_timeout or what is left of the comment write's deadline, whichever is less,
+// keeping 1 s for the kill and reap after a timeout (run_command's bound, process.h).
+std::string run_scontrol(const PluginConfig& config, long deadline_ms, const std::vector<std::string>& argv,
                          std::string* output) {
-    CommandResult r = run_command(argv, scontrol_env(), std::nullopt, config.scontrol_timeout, true);
+    long left_s = (deadline_ms - monotonic_ms()) / 1000 - 1;
+    if (left_s < 1) return argv[0] + " " + argv[1] + " not run: the job comment write is out of time";
+    unsigned timeout = std::min<unsigned>(config.scontrol_timeout, static_cast<unsigned>(left_s));
+    CommandResult r = run_command(argv, scontrol_env(), std::nullopt, timeout, true);
     if (!r.started) return "cannot run " + argv[0] + ": " + r.error;
-    if (r.timed_out)
-        return argv[0] + " " + argv[1] + " timed out after " + std::to_string(config.scontrol_timeout) + " s";
+    if (r.timed_out) return argv[0] + " " + argv[1] + " timed out after " + std::to_string(timeout) + " s";
     if (r.exit_code != 0)
         return argv[0] + " " + argv[1] + " exited with " + std::to_string(r.exit_code) + " " + r.error +
                ": " + first_line(r.output);
@@ -51,11 +55,14 @@ std::string run_scontrol(const PluginConfig& config, const std::vector<std::stri
 
 std::string write_job_comment(const PluginConfig& config, const std::string& job_id,
                               const std::string& segment) {
-    std::string scontrol = find_program("scontrol", kSlurmBinDirs);
-    if (scontrol.empty()) return "scontrol not found in /usr/bin, /usr/local/bin, /bin, /opt/slurm/bin";
+    const std::string& scontrol = config.scontrol;
+    if (std::string unsafe = check_root_owned_program(scontrol); !unsafe.empty())
+        return "not running scontrol as root: " + unsafe + " (set scontrol= in plugstack.conf)";
+    // One deadline for all calls of this write: task_exit_worst_case (config.h) stays within the budget.
+    const long deadline = monotonic_ms() + 1000L * kScontrolCallsPerComment * (config.scontrol_timeout + 1);
     // With slurmctld down every scontrol call retries its connect for ~18 s (22.05, measured) and
     // would hold the step's end for scontrol_timeout; `scontrol ping` says DOWN in milliseconds.
-    std::string down = run_scontrol(config, {scontrol, "ping"}, nullptr);
+    std::string down = run_scontrol(config, deadline, {scontrol, "ping"}, nullptr);
     if (!down.empty())
         return "slurmctld is not responding (" + down +
                "); left to the post-job path (contrib/slurm/slurmctld-epilog.sh)";
@@ -64,8 +71,8 @@ std::string write_job_comment(const PluginConfig& config, const std::string& job
         value = segment;  // documented: replaces what the user gave with --comment
     } else {
         std::string multi, one;
-        std::string err = run_scontrol(config, {scontrol, "show", "job", job_id}, &multi);
-        if (err.empty()) err = run_scontrol(config, {scontrol, "show", "job", "-o", job_id}, &one);
+        std::string err = run_scontrol(config, deadline, {scontrol, "show", "job", job_id}, &multi);
+        if (err.empty()) err = run_scontrol(config, deadline, {scontrol, "show", "job", "-o", job_id}, &one);
         if (!err.empty()) return err;
         ScontrolAdminComment current = parse_scontrol_admin_comment(multi, one, job_id);
         if (current.state == AdminCommentRead::ambiguous)
@@ -77,7 +84,7 @@ std::string write_job_comment(const PluginConfig& config, const std::string& job
         value = *merged;
     }
     std::string field = config.comment == CommentTarget::user ? "Comment=" : "AdminComment=";
-    return run_scontrol(config, {scontrol, "update", "JobId=" + job_id, field + value}, nullptr);
+    return run_scontrol(config, deadline, {scontrol, "update", "JobId=" + job_id, field + value}, nullptr);
 }
 
 }  // namespace stallscope::spank

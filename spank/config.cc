@@ -24,6 +24,13 @@ bool parse_uint(std::string_view text, unsigned lo, unsigned hi, unsigned* out) 
     return true;
 }
 
+unsigned task_exit_worst_case(const PluginConfig& config) {
+    // stop_helper: stop_timeout, then 1 s for the final read after SIGKILL and 0.2 s to reap; the comment
+    // write: one deadline of kScontrolCallsPerComment × (scontrol_timeout + 1 s to kill and reap), which
+    // the last call may overrun by its exec (≤ 2 s, process.cc).
+    return config.stop_timeout + 2 + kScontrolCallsPerComment * (config.scontrol_timeout + 1) + 2;
+}
+
 namespace {
 
 struct UintKey {
@@ -37,6 +44,7 @@ constexpr UintKey kUintKeys[] = {
     {"stop_timeout", &PluginConfig::stop_timeout, 0, 300},
     {"epilog_timeout", &PluginConfig::epilog_timeout, 1, 600},
     {"scontrol_timeout", &PluginConfig::scontrol_timeout, 1, 120},
+    {"task_exit_budget", &PluginConfig::task_exit_budget, 12, 900},
     {"min_interval", &PluginConfig::min_interval, 1, 86400},
     {"max_interval", &PluginConfig::max_interval, 1, 86400},
 };
@@ -102,11 +110,19 @@ ConfigParse parse_plugin_args(const std::vector<std::string_view>& args) {
                 c.comment = CommentTarget::none;
             else
                 bad(arg, "expected admin, user or none");
-        } else if (key == "always_on" || key == "nccl_env") {
+        } else if (key == "always_on" || key == "nccl_env" || key == "allow_test_env") {
+            bool* flag = key == "always_on"  ? &c.always_on
+                         : key == "nccl_env" ? &c.nccl_env
+                                             : &c.allow_test_env;
             if (value == "0" || value == "1")
-                (key == "always_on" ? c.always_on : c.nccl_env) = value == "1";
+                *flag = value == "1";
             else
                 bad(arg, "expected 0 or 1");
+        } else if (key == "scontrol") {
+            if (is_absolute_path(value))
+                c.scontrol = value;
+            else
+                bad(arg, "scontrol must be an absolute path");
         } else if (key == "nccl_inspector_plugin") {
             if (is_absolute_path(value))
                 c.nccl_inspector_plugin = value;
@@ -135,6 +151,20 @@ ConfigParse parse_plugin_args(const std::vector<std::string_view>& args) {
                                 std::to_string(defaults.max_interval));
         c.min_interval = defaults.min_interval;
         c.max_interval = defaults.max_interval;
+    }
+    if (task_exit_worst_case(c) > c.task_exit_budget) {
+        // Shrink the scontrol timeout first (a comment write that gives up is logged and retried by the
+        // slurmctld epilog), then the stop timeout; never beyond the minimum of each.
+        const std::string before = "stop_timeout=" + std::to_string(c.stop_timeout) +
+                                   " + scontrol_timeout=" + std::to_string(c.scontrol_timeout) +
+                                   " can hold the last task_exit for " +
+                                   std::to_string(task_exit_worst_case(c)) +
+                                   " s, above task_exit_budget=" + std::to_string(c.task_exit_budget);
+        while (task_exit_worst_case(c) > c.task_exit_budget && c.scontrol_timeout > 1) --c.scontrol_timeout;
+        while (task_exit_worst_case(c) > c.task_exit_budget && c.stop_timeout > 0) --c.stop_timeout;
+        result.errors.push_back("plugstack.conf: " + before +
+                                "; using stop_timeout=" + std::to_string(c.stop_timeout) +
+                                " scontrol_timeout=" + std::to_string(c.scontrol_timeout));
     }
     if (c.default_interval < c.min_interval || c.default_interval > c.max_interval) {
         unsigned clamped = c.default_interval < c.min_interval ? c.min_interval : c.max_interval;

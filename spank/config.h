@@ -25,6 +25,10 @@ struct PluginConfig {
     unsigned stop_timeout = 10;      // seconds the last task_exit waits for the helper after SIGTERM
     unsigned epilog_timeout = 30;    // seconds job_epilog lets `stallscope summarize` run
     unsigned scontrol_timeout = 10;  // seconds before an scontrol call is killed
+    // Upper bound for the last task_exit (helper stop + the job comment's scontrol calls): it runs inside
+    // slurmstepd's task wait loop, and beyond UnkillableStepTimeout (60 s by default) the node is
+    // drained. Checked at load against task_exit_worst_case(); the defaults need 58 s.
+    unsigned task_exit_budget = 58;
     OutputPolicy output_policy = OutputPolicy::submit;
     std::string output_template;  // for OutputPolicy::template_
     CommentTarget comment = CommentTarget::admin;
@@ -38,7 +42,19 @@ struct PluginConfig {
     std::string nccl_inspector_plugin;  // absolute path of the Inspector profiler plugin, "" = none
     unsigned nccl_ras_port_first = 28100;
     unsigned nccl_ras_port_last = 29123;
+    // Test seams (STALLSCOPE_*_ROOT, STALLSCOPE_NVML_LIBRARY, ...; helper_spec.h) make the helper load
+    // user-chosen code or read user-chosen files as fact: taken from a job's environment only when the
+    // admin sets allow_test_env=1 (test clusters).
+    bool allow_test_env = false;
+    // Absolute path of scontrol, run as root: must be a root-owned regular file in root-owned
+    // directories that nobody else can write (check_root_owned_program in process.h).
+    std::string scontrol = "/usr/bin/scontrol";
 };
+
+// scontrol calls one job comment write makes at most (ping, show job, show job -o, update).
+inline constexpr unsigned kScontrolCallsPerComment = 4;
+// Worst-case seconds of the last task_exit for this configuration (see task_exit_budget).
+unsigned task_exit_worst_case(const PluginConfig& config);
 
 PluginConfig default_config();
 

@@ -1,5 +1,7 @@
 #include "spank/helper_spec.h"
 
+#include <pwd.h>
+
 #include <set>
 
 namespace stallscope::spank {
@@ -15,7 +17,8 @@ std::string trim_slashes(std::string p) {
     return p;
 }
 
-// Expands %u (user), %j (job id), %% in an admin-written template; other %x stay as written.
+// Expands %u (user name of the job's uid), %j (job id), %% in an admin-written template; other %x stay as
+// written.
 std::string expand_template(std::string_view tmpl, const JobFacts& job, bool* had_job) {
     std::string out;
     for (std::size_t i = 0; i < tmpl.size(); ++i) {
@@ -25,7 +28,7 @@ std::string expand_template(std::string_view tmpl, const JobFacts& job, bool* ha
         }
         char c = tmpl[++i];
         if (c == 'u')
-            out += job.user;
+            out += user_name_for_uid(job.uid);
         else if (c == 'j') {
             out += job.job_id;
             *had_job = true;
@@ -40,6 +43,19 @@ std::string expand_template(std::string_view tmpl, const JobFacts& job, bool* ha
 }
 
 }  // namespace
+
+std::string user_name_for_uid(uid_t uid) {
+    if (uid == kUnknownUid) return "unknown-uid";
+    passwd pw{}, *found = nullptr;
+    std::string buf(16384, '\0');
+    if (getpwuid_r(uid, &pw, buf.data(), buf.size(), &found) == 0 && found && found->pw_name &&
+        found->pw_name[0] != '\0') {
+        std::string name = found->pw_name;
+        // A passwd name is admin data, but it becomes a path component: no separators or dot-dirs.
+        if (name.find('/') == std::string::npos && name != "." && name != "..") return name;
+    }
+    return std::to_string(uid);
+}
 
 std::string resolve_output_dir(const PluginConfig& config, const JobFacts& job) {
     std::string leaf = "stallscope-" + job.job_id;
@@ -72,7 +88,14 @@ std::vector<std::string> summarize_argv(const PluginConfig& config, std::string_
     return {config.helper, "summarize", std::string(dir)};
 }
 
-bool helper_env_wanted(std::string_view name) {
+bool is_test_seam(std::string_view name) {
+    static const std::set<std::string_view> kUserKnobs = {
+        "STALLSCOPE_NCCL_ENV", "STALLSCOPE_NCCL_LOGS", "STALLSCOPE_NCCL_RAS", "STALLSCOPE_NCCL_RAS_INTERVAL",
+        "STALLSCOPE_NCCL_RAS_DELAY"};
+    return name.substr(0, 11) == "STALLSCOPE_" && kUserKnobs.count(name) == 0;
+}
+
+bool helper_env_wanted(std::string_view name, bool allow_test_env) {
     static const std::set<std::string_view> kNames = {"SLURM_JOB_ID",
                                                       "SLURM_STEP_ID",
                                                       "SLURM_NODEID",
@@ -95,18 +118,18 @@ bool helper_env_wanted(std::string_view name) {
                                                       "USER",
                                                       "LANG",
                                                       "TZ"};
-    if (name.substr(0, 11) == "STALLSCOPE_") return true;
+    if (name.substr(0, 11) == "STALLSCOPE_") return allow_test_env || !is_test_seam(name);
     return kNames.count(name) != 0;
 }
 
-std::vector<std::string> helper_env(const std::vector<std::string>& job_env) {
+std::vector<std::string> helper_env(const std::vector<std::string>& job_env, bool allow_test_env) {
     std::vector<std::string> env;
     std::set<std::string> seen;
     for (const std::string& entry : job_env) {
         auto eq = entry.find('=');
         if (eq == std::string::npos || eq == 0) continue;
         std::string name = entry.substr(0, eq);
-        if (!helper_env_wanted(name) || !seen.insert(name).second) continue;
+        if (!helper_env_wanted(name, allow_test_env) || !seen.insert(name).second) continue;
         env.push_back(entry);
     }
     env.push_back("PATH=" + std::string(kHelperPath));

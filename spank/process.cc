@@ -4,12 +4,17 @@
 #include <grp.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <climits>
+#include <cstdlib>
 #include <cstring>
 
 namespace stallscope::spank {
@@ -21,18 +26,23 @@ struct ChildPlan {
     const char* path;
     char* const* argv;
     char* const* envp;
-    const Credentials* who;  // null: keep the current identity
-    bool ignore_sigterm;     // survive the job's kill sequence for a few ms (scontrol from slurmstepd)
-    int liveness_fd;         // -> fd 3, or -1
-    int output_fd;           // -> stdout+stderr, or -1 for /dev/null
-    int report_fd;           // CLOEXEC pipe: (stage, errno) on failure
+    const Credentials* who;     // null: keep the current identity
+    const ChildLimits* limits;  // applied when who is set
+    bool ignore_sigterm;        // survive the job's kill sequence for a few ms (scontrol from slurmstepd)
+    int liveness_fd;            // -> fd 3, or -1
+    int output_fd;              // -> stdout+stderr, or -1 for /dev/null
+    int report_fd;              // CLOEXEC pipe: (stage, errno) on failure
 };
 
-enum Stage : int { kSignals = 1, kIdentity, kVerify, kFds, kExec };
+enum Stage : int { kSignals = 1, kOomScore, kLimits, kIdentity, kVerify, kFds, kExec };
 const char* stage_name(int stage) {
     switch (stage) {
         case kSignals:
             return "resetting signals";
+        case kOomScore:
+            return "resetting oom_score_adj to 0 (slurmstepd runs at -1000)";
+        case kLimits:
+            return "setting resource limits";
         case kIdentity:
             return "switching to the job user";
         case kVerify:
@@ -57,6 +67,48 @@ int move_high(int fd) {
     return fd < 0 ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, 10);
 }
 
+// slurmstepd runs at -1000 and its children inherit that: a helper that loads user-chosen code must
+// not be spared by the OOM killer. Writes 0 and reads it back (a write that "succeeded" but did not
+// take must not pass). Async-signal-safe.
+bool reset_oom_score_adj() {
+    int fd = open("/proc/self/oom_score_adj", O_RDWR | O_CLOEXEC);
+    if (fd < 0) return false;
+    char buf[16] = {};
+    bool ok = write(fd, "0", 1) == 1 && lseek(fd, 0, SEEK_SET) == 0 && read(fd, buf, sizeof buf - 1) > 0;
+    int saved = errno;
+    close(fd);
+    errno = saved;
+    if (ok && !(buf[0] == '0' && (buf[1] == '\n' || buf[1] == '\0'))) {
+        errno = EPERM;
+        ok = false;
+    }
+    return ok;
+}
+
+// slurmd's systemd unit sets LimitMEMLOCK/LimitSTACK=infinity and children inherit them: give a child
+// that runs as the user bounded limits (soft = hard, so it cannot raise them again).
+bool apply_limits(const ChildLimits& limits) {
+    struct Entry {
+        int resource;
+        rlim_t value;
+    };
+    const Entry entries[] = {{RLIMIT_MEMLOCK, limits.memlock_bytes},
+                             {RLIMIT_STACK, limits.stack_bytes},
+                             {RLIMIT_AS, limits.address_space_bytes},
+                             {RLIMIT_CPU, limits.cpu_seconds}};
+    for (const Entry& e : entries) {
+        if (e.value == 0) continue;  // 0: keep what we have
+        rlimit current{};
+        if (getrlimit(e.resource, &current) != 0) return false;
+        // Never raise: a limit the admin set lower than ours stays.
+        rlim_t value =
+            current.rlim_max != RLIM_INFINITY && current.rlim_max < e.value ? current.rlim_max : e.value;
+        rlimit wanted{value, value};
+        if (setrlimit(e.resource, &wanted) != 0) return false;
+    }
+    return true;
+}
+
 [[noreturn]] void child_exec(const ChildPlan& p) {
     int report = move_high(p.report_fd);
     if (report < 0) _exit(127);
@@ -76,18 +128,19 @@ int move_high(int fd) {
     }
     if (p.ignore_sigterm) signal(SIGTERM, SIG_IGN);
     setpgid(0, 0);
-    // slurmstepd runs at -1000; reset before dropping privileges (the file turns root-owned after a
-    // credential change).
-    int oom = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
-    if (oom >= 0) {
-        ssize_t ignored = write(oom, "0", 1);
-        (void)ignored;
-        close(oom);
+    if (p.who != nullptr) {
+        // In user_init slurmstepd has dropped to the job user's euid and is non-dumpable, so its /proc
+        // files are root-owned: regain euid 0 first (ruid is still 0 there, spank-design.md §2.4).
+        if (setresuid(static_cast<uid_t>(-1), 0, static_cast<uid_t>(-1)) != 0) child_fail(report, kIdentity);
+        if (!reset_oom_score_adj()) child_fail(report, kOomScore);
+        if (!apply_limits(*p.limits)) child_fail(report, kLimits);
+    } else {
+        // Root's own short commands (scontrol): best effort, they run no user code.
+        reset_oom_score_adj();
     }
     if (p.who != nullptr) {
-        // In user_init ruid is still 0 (euid = user): regain euid 0, then drop all three ids (§0.3).
+        // euid 0 was regained above: drop all three ids for good (§0.3).
         const Credentials& w = *p.who;
-        if (setresuid(static_cast<uid_t>(-1), 0, static_cast<uid_t>(-1)) != 0) child_fail(report, kIdentity);
         if (setgroups(w.groups.size(), w.groups.data()) != 0) child_fail(report, kIdentity);
         if (setresgid(w.gid, w.gid, w.gid) != 0) child_fail(report, kIdentity);
         if (setresuid(w.uid, w.uid, w.uid) != 0) child_fail(report, kIdentity);
@@ -129,10 +182,38 @@ struct CStrings {
     }
 };
 
+constexpr int kExecReportTimeoutMs = 2000;  // exec takes milliseconds; seconds means a hung file system
+constexpr int kFinalReapMs = 1000;  // after SIGKILL; a child stuck in D state (hung NFS) is left behind
+constexpr std::size_t kDrainBytesPerCall = 1 << 20;
+
+long now_ms() {
+    return monotonic_ms();
+}
+
+// waitpid(pid) for at most wait_ms. True when reaped (status in *status); false on timeout or when
+// someone else reaped it (ECHILD).
+bool reap_bounded(pid_t pid, int wait_ms, int* status) {
+    long deadline = now_ms() + wait_ms;
+    while (true) {
+        int st = 0;
+        pid_t r = waitpid(pid, &st, WNOHANG);
+        if (r == pid) {
+            if (status) *status = st;
+            return true;
+        }
+        if (r < 0 && errno != EINTR) return false;  // errno ECHILD: reaped elsewhere
+        if (now_ms() >= deadline) {
+            errno = ETIMEDOUT;
+            return false;
+        }
+        usleep(5000);
+    }
+}
+
 // Forks and runs child_exec; reads the report pipe until exec succeeded (EOF) or failed.
 pid_t fork_exec(const std::vector<std::string>& argv, const std::vector<std::string>& env,
-                const Credentials* who, int liveness_fd, int output_fd, bool ignore_sigterm,
-                std::string* error) {
+                const Credentials* who, const ChildLimits& limits, int liveness_fd, int output_fd,
+                bool ignore_sigterm, std::string* error) {
     if (argv.empty() || argv[0].empty() || argv[0][0] != '/') {
         *error = "program path must be absolute";
         return -1;
@@ -143,7 +224,7 @@ pid_t fork_exec(const std::vector<std::string>& argv, const std::vector<std::str
         *error = std::string("pipe: ") + std::strerror(errno);
         return -1;
     }
-    ChildPlan plan{argv[0].c_str(), cargv.ptrs.data(), cenv.ptrs.data(), who,
+    ChildPlan plan{argv[0].c_str(), cargv.ptrs.data(), cenv.ptrs.data(), who,      &limits,
                    ignore_sigterm,  liveness_fd,       output_fd,        report[1]};
     pid_t pid = fork();
     if (pid == 0) child_exec(plan);
@@ -153,6 +234,23 @@ pid_t fork_exec(const std::vector<std::string>& argv, const std::vector<std::str
         close(report[0]);
         return -1;
     }
+    // Bounded: an exec from a hung network file system must not hold slurmstepd.
+    pollfd pfd{report[0], POLLIN, 0};
+    int ready;
+    do ready = poll(&pfd, 1, kExecReportTimeoutMs);
+    while (ready < 0 && errno == EINTR);
+    if (ready <= 0) {
+        close(report[0]);
+        int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0U));  // never kill() a maybe-recycled pid
+        if (pidfd >= 0) {
+            syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, nullptr, 0U);
+            close(pidfd);
+        }
+        reap_bounded(pid, kFinalReapMs, nullptr);
+        *error = "the child did not reach exec within " + std::to_string(kExecReportTimeoutMs / 1000) +
+                 " s; killed it";
+        return -1;
+    }
     int msg[2] = {0, 0};
     ssize_t n;
     do n = read(report[0], msg, sizeof msg);
@@ -160,31 +258,28 @@ pid_t fork_exec(const std::vector<std::string>& argv, const std::vector<std::str
     close(report[0]);
     if (n == static_cast<ssize_t>(sizeof msg)) {
         *error = std::string(stage_name(msg[0])) + " failed: " + std::strerror(msg[1]);
-        waitpid(pid, nullptr, 0);
+        reap_bounded(pid, kFinalReapMs, nullptr);  // it _exits right after the report
         return -1;
     }
     return pid;
 }
 
-long now_ms() {
-    timespec ts{};
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
-}
-
-// Appends what is readable (non-blocking fd) to out, up to cap; true at EOF or error.
+// Appends what is readable (non-blocking fd) to out, up to cap; true at EOF or error. Bounded: a child
+// that writes without pause hands control back after kDrainBytesPerCall, so callers see their deadline.
 bool drain(int fd, std::string& out, std::size_t cap) {
     char buf[4096];
-    while (true) {
+    for (std::size_t total = 0; total < kDrainBytesPerCall;) {
         ssize_t n = read(fd, buf, sizeof buf);
         if (n > 0) {
             out.append(buf,
                        static_cast<std::size_t>(std::min<std::size_t>(n, cap - std::min(cap, out.size()))));
+            total += static_cast<std::size_t>(n);
             continue;
         }
         if (n < 0 && errno == EINTR) continue;
         return !(n < 0 && errno == EAGAIN);
     }
+    return false;
 }
 
 // Waits for EOF on fd (or deadline); true at EOF.
@@ -198,9 +293,18 @@ bool read_until_eof(int fd, std::string& out, std::size_t cap, long deadline_ms)
     }
 }
 
-void send_signal(const HelperProcess& h, int sig) {
-    if (h.pidfd >= 0 && syscall(SYS_pidfd_send_signal, h.pidfd, sig, nullptr, 0U) == 0) return;
-    if (h.pid > 0) kill(h.pid, sig);
+// Only through the pidfd: once pidfd_send_signal says ESRCH the helper is gone (and maybe reaped by
+// slurmstepd's wait loop), so its pid may already belong to someone else; never kill(pid) as root then.
+// True when the signal was delivered (the helper still holds its pid, so its process group id, which
+// the kernel never hands out while a process holds it, is still ours too).
+bool send_signal(const HelperProcess& h, int sig) {
+    return h.pidfd >= 0 && syscall(SYS_pidfd_send_signal, h.pidfd, sig, nullptr, 0U) == 0;
+}
+
+// SIGKILL to the helper and, while it provably still holds its pid, to its process group (setpgid
+// in the child) so what it started dies too.
+void kill_helper_group(const HelperProcess& h) {
+    if (send_signal(h, SIGKILL) && h.pid > 0) kill(-h.pid, SIGKILL);
 }
 
 std::string describe_status(int status) {
@@ -213,15 +317,8 @@ std::string describe_status(int status) {
 // Reaps pid if it is our child and gone within wait_ms and returns how it ended; "" when slurmstepd's
 // own wait loop (wait3 on any child while tasks run) reaped it first (ECHILD), which is fine.
 std::string reap(pid_t pid, int wait_ms) {
-    long deadline = now_ms() + wait_ms;
-    while (true) {
-        int status = 0;
-        pid_t r = waitpid(pid, &status, WNOHANG);
-        if (r == pid) return describe_status(status);
-        if (r < 0 && errno != EINTR) return "";
-        if (now_ms() >= deadline) return "";
-        usleep(10000);
-    }
+    int status = 0;
+    return reap_bounded(pid, wait_ms, &status) ? describe_status(status) : "";
 }
 
 void close_helper(HelperProcess& h) {
@@ -232,6 +329,23 @@ void close_helper(HelperProcess& h) {
 
 }  // namespace
 
+long monotonic_ms() {
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
+}
+
+ChildLimits helper_limits() {
+    return ChildLimits{};
+}
+
+ChildLimits command_limits(unsigned timeout_s) {
+    ChildLimits limits;
+    limits.address_space_bytes = kCommandAddressSpaceBytes;
+    limits.cpu_seconds = timeout_s + 1;
+    return limits;
+}
+
 std::optional<HelperProcess> spawn_helper(const std::vector<std::string>& argv,
                                           const std::vector<std::string>& env, const Credentials& who,
                                           std::string* error) {
@@ -241,7 +355,7 @@ std::optional<HelperProcess> spawn_helper(const std::vector<std::string>& argv,
         *error = std::string("pipe: ") + std::strerror(errno);
         return std::nullopt;
     }
-    pid_t pid = fork_exec(argv, env, &who, live[1], -1, false, error);
+    pid_t pid = fork_exec(argv, env, &who, helper_limits(), live[1], -1, false, error);
     close(live[1]);
     if (pid < 0) {
         close(live[0]);
@@ -269,8 +383,7 @@ StopResult stop_helper(HelperProcess& h, unsigned timeout_s) {
     }
     if (!eof) {
         result.killed = true;
-        send_signal(h, SIGKILL);
-        if (h.pid > 0) kill(-h.pid, SIGKILL);  // its process group (setpgid in the child)
+        kill_helper_group(h);
         read_until_eof(h.read_fd, result.output, 4096, now_ms() + 1000);
     }
     result.exit_status = reap(h.pid, 200);
@@ -282,10 +395,7 @@ StopResult stop_helper(HelperProcess& h, unsigned timeout_s) {
 void kill_helper(HelperProcess& h) {
     if (h.read_fd < 0) return;
     std::string ignored;
-    if (!drain(h.read_fd, ignored, 0)) {
-        send_signal(h, SIGKILL);
-        if (h.pid > 0) kill(-h.pid, SIGKILL);
-    }
+    if (!drain(h.read_fd, ignored, 0)) kill_helper_group(h);
     reap(h.pid, 200);
     close_helper(h);
 }
@@ -298,34 +408,43 @@ CommandResult run_command(const std::vector<std::string>& argv, const std::vecto
         result.error = std::string("pipe: ") + std::strerror(errno);
         return result;
     }
-    pid_t pid = fork_exec(argv, env, who ? &*who : nullptr, -1, out[1], ignore_sigterm, &result.error);
+    const ChildLimits limits = who ? command_limits(timeout_s) : ChildLimits{0, 0, 0, 0};
+    pid_t pid =
+        fork_exec(argv, env, who ? &*who : nullptr, limits, -1, out[1], ignore_sigterm, &result.error);
     close(out[1]);
     if (pid < 0) {
         close(out[0]);
         return result;
     }
     result.started = true;
+    // Our unreaped child holds its pid, but slurmstepd's wait loop may reap it at any moment: signal it
+    // only through a pidfd (as for the helper), never by a pid that may have been recycled.
+    HelperProcess child;
+    child.pid = pid;
+    child.pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0U));
+    if (child.pidfd >= 0) fcntl(child.pidfd, F_SETFD, FD_CLOEXEC);
     fcntl(out[0], F_SETFL, fcntl(out[0], F_GETFL) | O_NONBLOCK);
     long deadline = now_ms() + 1000L * timeout_s;
     bool eof = read_until_eof(out[0], result.output, 256 * 1024, deadline);
     close(out[0]);
     int status = 0;
-    while (true) {
-        pid_t r = eof ? waitpid(pid, &status, WNOHANG) : 0;
-        if (r == pid) break;
-        if (r < 0 && errno != EINTR) {  // reaped elsewhere: status unknown
-            result.error = std::string("waitpid: ") + std::strerror(errno);
-            return result;
-        }
-        if (!eof || now_ms() >= deadline) {
-            result.timed_out = true;
-            kill(-pid, SIGKILL);
-            kill(pid, SIGKILL);
-            waitpid(pid, &status, 0);
-            return result;
-        }
-        usleep(5000);
+    errno = 0;
+    bool reaped = eof && reap_bounded(pid, static_cast<int>(std::max(0L, deadline - now_ms())), &status);
+    if (eof && !reaped && errno == ECHILD) {  // reaped elsewhere: status unknown
+        result.error = "waitpid: the command was reaped elsewhere";
+        if (child.pidfd >= 0) close(child.pidfd);
+        return result;
     }
+    if (!reaped) {
+        result.timed_out = true;
+        kill_helper_group(child);
+        // Bounded: a child in D state (hung NFS) ignores SIGKILL until its I/O returns; leave it to
+        // the parent's wait loop rather than hold the caller.
+        if (!reap_bounded(pid, kFinalReapMs, &status)) result.error = "killed, but not reaped within 1 s";
+        if (child.pidfd >= 0) close(child.pidfd);
+        return result;
+    }
+    if (child.pidfd >= 0) close(child.pidfd);
     if (WIFEXITED(status))
         result.exit_code = WEXITSTATUS(status);
     else if (WIFSIGNALED(status))
@@ -333,10 +452,24 @@ CommandResult run_command(const std::vector<std::string>& argv, const std::vecto
     return result;
 }
 
-std::string find_program(const std::string& name, const std::vector<std::string>& dirs) {
-    for (const std::string& dir : dirs) {
-        std::string path = dir + "/" + name;
-        if (access(path.c_str(), X_OK) == 0) return path;
+std::string check_root_owned_program(const std::string& path) {
+    if (path.empty() || path.front() != '/') return path + ": not an absolute path";
+    char resolved[PATH_MAX];
+    if (realpath(path.c_str(), resolved) == nullptr) return path + ": " + std::strerror(errno);
+    std::string real = resolved;
+    struct stat st {};
+    if (stat(real.c_str(), &st) != 0) return real + ": " + std::strerror(errno);
+    if (!S_ISREG(st.st_mode) || (st.st_mode & S_IXUSR) == 0) return real + ": not an executable regular file";
+    if (st.st_uid != 0) return real + ": not owned by root";
+    if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) return real + ": writable by group or others";
+    // realpath left no symlinks: check every directory from the file's up to /.
+    std::string dir = real;
+    while (dir.size() > 1) {
+        dir.resize(std::max<std::size_t>(dir.rfind('/'), 1));
+        if (lstat(dir.c_str(), &st) != 0) return dir + ": " + std::strerror(errno);
+        if (!S_ISDIR(st.st_mode) || st.st_uid != 0) return dir + ": directory not owned by root";
+        if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0 && (st.st_mode & S_ISVTX) == 0)
+            return dir + ": directory writable by group or others";
     }
     return "";
 }

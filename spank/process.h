@@ -3,6 +3,7 @@
 // (scontrol, `stallscope summarize`).
 #pragma once
 
+#include <sys/resource.h>
 #include <sys/types.h>
 
 #include <optional>
@@ -17,6 +18,27 @@ struct Credentials {
     std::vector<gid_t> groups;
 };
 
+// Resource limits for a child that runs as the job user, soft = hard (it cannot raise them again);
+// 0 keeps the inherited value, and an inherited hard limit lower than ours is kept. slurmd's unit sets
+// MEMLOCK and STACK to infinity, which the helper must not inherit.
+struct ChildLimits {
+    rlim_t memlock_bytes = 8ULL << 20;  // the kernel's default since 5.16
+    rlim_t stack_bytes = 8ULL << 20;    // the usual ulimit -s
+    rlim_t address_space_bytes = 0;
+    rlim_t cpu_seconds = 0;
+};
+// summarize reads timelines line by line; 4 GiB of address space is far above what it needs and far
+// below what would hurt the node.
+inline constexpr rlim_t kCommandAddressSpaceBytes = 4ULL << 30;
+
+// The long-lived helper: MEMLOCK and STACK only (a long job needs its CPU time).
+ChildLimits helper_limits();
+// A one-shot command run as the user (summarize): also RLIMIT_AS and RLIMIT_CPU = timeout_s + 1.
+ChildLimits command_limits(unsigned timeout_s);
+
+// CLOCK_MONOTONIC in milliseconds, for callers that keep one deadline across several calls.
+long monotonic_ms();
+
 // A running helper: pid (+ pidfd where the kernel has one, so a recycled pid is never signalled) and
 // the read end of the liveness pipe whose write end only the helper holds.
 struct HelperProcess {
@@ -25,8 +47,9 @@ struct HelperProcess {
     int read_fd = -1;
 };
 
-// fork + (in the child) unblock signals and reset dispositions, setpgid, become `who` completely
-// (setgroups/setresgid/setresuid, verified), oom_score_adj 0, stdin/stdout/stderr /dev/null, the
+// fork + (in the child) unblock signals and reset dispositions, setpgid, regain euid 0 (ruid is 0 in
+// user_init), oom_score_adj 0 (written and read back: the spawn fails otherwise), helper_limits(),
+// become `who` completely (setgroups/setresgid/setresuid, verified), stdin/stdout/stderr /dev/null, the
 // liveness pipe's write end on fd 3, close_range(4..), execve(argv[0], argv, env). Returns the
 // process, or nullopt with *error naming the failed step (exec errors are reported synchronously
 // through a CLOEXEC pipe, so "No such file or directory" surfaces here).
@@ -59,14 +82,20 @@ struct CommandResult {
 };
 
 // Runs argv[0] (absolute path, no shell, no PATH search) with env, optionally as `who` (full drop as
-// in spawn_helper), stdout+stderr captured, killed (whole process group) after timeout_s. With
-// ignore_sigterm the child starts with SIGTERM ignored, so the job's own kill sequence (scancel, time
-// limit: SIGTERM to everything slurmstepd started) does not cut a short scontrol call short.
+// in spawn_helper, plus command_limits(timeout_s)), stdout+stderr captured, killed (whole process
+// group) after timeout_s. Returns within timeout_s + 3 s whatever the child does (2 s for exec, 1 s
+// to kill and reap; a child that outlives SIGKILL, D state on a hung NFS, is left unreaped and named
+// in error); callers with an overall deadline pass the seconds left. With ignore_sigterm the child
+// starts with SIGTERM ignored, so the job's own kill sequence (scancel, time limit: SIGTERM to
+// everything slurmstepd started) does not cut a short scontrol call short.
 CommandResult run_command(const std::vector<std::string>& argv, const std::vector<std::string>& env,
                           const std::optional<Credentials>& who, unsigned timeout_s,
                           bool ignore_sigterm = false);
 
-// First executable of dirs/name, e.g. scontrol in /usr/bin, /usr/local/bin, ... (never the user's PATH).
-std::string find_program(const std::string& name, const std::vector<std::string>& dirs);
+// "" when `path` is safe for root to execute: absolute, a regular executable file owned by root and not
+// group/other-writable, in directories (every component up to /, symlinks resolved) owned by root and
+// not group/other-writable unless sticky (like /tmp: nobody else can replace a root-owned entry there).
+// Otherwise says what is wrong.
+std::string check_root_owned_program(const std::string& path);
 
 }  // namespace stallscope::spank

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -61,8 +62,25 @@ std::string errno_text(const std::string& what) {
 std::string serialize_state(const JobState& s) {
     std::string groups;
     for (gid_t g : s.groups) groups += (groups.empty() ? "" : ",") + std::to_string(g);
-    return "uid=" + std::to_string(s.uid) + "\ngid=" + std::to_string(s.gid) + "\ngroups=" + groups +
-           "\nout_dir=" + escape(s.out_dir) + "\n";
+    std::string text = "uid=" + std::to_string(s.uid) + "\ngid=" + std::to_string(s.gid) +
+                       "\ngroups=" + groups + "\nout_dir=" + escape(s.out_dir) + "\n";
+    for (const std::string& dir : s.more_out_dirs) text += "out_dir=" + escape(dir) + "\n";
+    return text;
+}
+
+bool add_out_dir(JobState& state, const std::string& dir) {
+    if (dir.empty() || dir.front() != '/' || dir == state.out_dir) return false;
+    if (1 + state.more_out_dirs.size() >= kMaxOutDirs) return false;
+    for (const std::string& known : state.more_out_dirs)
+        if (known == dir) return false;
+    state.more_out_dirs.push_back(dir);
+    return true;
+}
+
+std::vector<std::string> all_out_dirs(const JobState& state) {
+    std::vector<std::string> dirs = {state.out_dir};
+    dirs.insert(dirs.end(), state.more_out_dirs.begin(), state.more_out_dirs.end());
+    return dirs;
 }
 
 std::optional<JobState> parse_state(std::string_view text) {
@@ -92,7 +110,11 @@ std::optional<JobState> parse_state(std::string_view text) {
         } else if (key == "out_dir") {
             auto dir = unescape(value);
             if (!dir || dir->empty() || dir->front() != '/') return std::nullopt;
-            s.out_dir = *dir;
+            if (!have_dir)
+                s.out_dir = *dir;
+            else if (!add_out_dir(s, *dir) && *dir != s.out_dir &&
+                     std::find(s.more_out_dirs.begin(), s.more_out_dirs.end(), *dir) == s.more_out_dirs.end())
+                return std::nullopt;  // more than kMaxOutDirs: not a file we wrote
             have_dir = true;
         } else {
             return std::nullopt;

@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -16,8 +17,17 @@ struct JobState {
     uid_t uid = 0;
     gid_t gid = 0;
     std::vector<gid_t> groups;
-    std::string out_dir;
+    std::string out_dir;                     // the first step's
+    std::vector<std::string> more_out_dirs;  // later steps' when they differ (output_dir=cwd, srun --chdir)
 };
+
+inline constexpr std::size_t kMaxOutDirs = 16;  // a job of many --chdir steps: the first 16 directories
+
+// Adds a later step's output directory (absolute, not yet known, below kMaxOutDirs); true when the
+// state changed and must be written again.
+bool add_out_dir(JobState& state, const std::string& dir);
+// out_dir followed by more_out_dirs: every directory job_epilog summarizes.
+std::vector<std::string> all_out_dirs(const JobState& state);
 
 std::string serialize_state(const JobState& state);
 std::optional<JobState> parse_state(std::string_view text);

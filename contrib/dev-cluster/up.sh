@@ -97,7 +97,8 @@ umask 022
 # plugstack.conf: tests rewrite it between jobs (slurmstepd and srun re-read it at every launch).
 PLUGSTACK_ARGS=${STALLSCOPE_PLUGSTACK_ARGS:-}
 old_plugstack=$(cat "$D/etc/plugstack.conf.default" 2>/dev/null || true)
-echo "optional $PLUGIN helper=$HELPER run_dir=$D/stallscope-run stop_timeout=5 min_interval=1 $PLUGSTACK_ARGS" \
+# allow_test_env=1: a test cluster; its jobs point the helper at the fake NVML and fixture trees.
+echo "optional $PLUGIN helper=$HELPER run_dir=$D/stallscope-run stop_timeout=5 min_interval=1 allow_test_env=1 $PLUGSTACK_ARGS" \
     >"$D/etc/plugstack.conf"
 cp "$D/etc/plugstack.conf" "$D/etc/plugstack.conf.default"
 # slurmd decides at start-up whether any SPANK plugin has a job_epilog hook; restart it on a change.

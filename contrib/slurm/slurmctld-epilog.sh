@@ -22,7 +22,14 @@
 # Environment (from slurmctld): SLURM_JOB_ID, SLURM_JOB_USER, SLURM_JOB_WORK_DIR (22.05+), and
 # optionally STALLSCOPE_EPILOG_DELAY (seconds to wait so the job-complete record reaches slurmdbd
 # first; default 5, as jobstats does) and STALLSCOPE_OUTPUT_BASE (the plugin's output base when it is
-# not the work dir).
+# neither the submit dir nor the work dir, e.g. output_dir=/scratch/%u: set it to /scratch/<user>).
+#
+# Where the verdict is: the plugin's default (output_dir=submit) is <submit dir>/stallscope-<jobid>, but
+# slurmctld gives this script only the work dir, which differs for jobs submitted with --chdir. So the
+# candidates, first verdict wins: STALLSCOPE_OUTPUT_BASE, the submit dir from the batch job's saved
+# environment (StateSaveLocation/hash.<id%10>/job.<id>/environment, SLURM_SUBMIT_DIR), the work dir.
+# Every candidate is user-controlled text, which is fine only because it is read as the job user
+# (runuser): a path the user chose can only show the user's own files, and the segment is sanitized.
 set -u
 PATH=/usr/bin:/bin:/usr/sbin:/sbin
 say() { echo "stallscope-epilog: job ${SLURM_JOB_ID:-?}: $*" >&2; }
@@ -30,9 +37,25 @@ job=${SLURM_JOB_ID:-}
 user=${SLURM_JOB_USER:-}
 [[ "$job" =~ ^[0-9]+(_[0-9]+)?$ ]] || { say "no valid SLURM_JOB_ID"; exit 0; }
 [ -n "$user" ] && id "$user" >/dev/null 2>&1 || { say "unknown job user '$user'"; exit 0; }
-base=${STALLSCOPE_OUTPUT_BASE:-${SLURM_JOB_WORK_DIR:-}}
-[ -n "$base" ] || { say "no work dir known; nothing to do"; exit 0; }
-dir="$base/stallscope-$job"
+# SLURM_SUBMIT_DIR of a batch job, from slurmctld's own copy of its environment (NUL-separated).
+submit_dir_of() {
+    local ssl env_file
+    ssl=$(timeout 10 scontrol show config 2>/dev/null | sed -n 's/^StateSaveLocation *= *//p')
+    [[ "$1" =~ ^[0-9]+$ && "$ssl" == /* ]] || return 0
+    env_file="$ssl/hash.$(($1 % 10))/job.$1/environment"
+    [ -f "$env_file" ] && [ ! -L "$env_file" ] || return 0
+    tr '\0' '\n' <"$env_file" | grep -a -m1 -o 'SLURM_SUBMIT_DIR=/.*' | cut -d= -f2- | head -c 4096
+}
+candidates=()
+[ -n "${STALLSCOPE_OUTPUT_BASE:-}" ] && candidates+=("$STALLSCOPE_OUTPUT_BASE")
+submit=$(submit_dir_of "$job")
+[ -n "$submit" ] && candidates+=("$submit")
+[ -n "${SLURM_JOB_WORK_DIR:-}" ] && candidates+=("$SLURM_JOB_WORK_DIR")
+[ "${#candidates[@]}" -gt 0 ] || { say "no output base known (submit dir, work dir); nothing to do"; exit 0; }
+dirs=()
+for base in "${candidates[@]}"; do
+    [[ "$base" == /* ]] && dirs+=("${base%/}/stallscope-$job")
+done
 sleep "${STALLSCOPE_EPILOG_DELAY:-5}"
 
 # Current AdminComment from the accounting DB. -P prints the field verbatim; more than one line means
@@ -42,10 +65,12 @@ current=$(timeout 10 sacct -n -X -P -j "$job" -o AdminComment 2>/dev/null) || { 
 case "; $current" in *"; stallscope/"*) exit 0 ;; esac  # the plugin already wrote it
 
 # Compose a segment from the first verdict, read as the job user, size-capped, then sanitized.
-segment=$(timeout 10 runuser -u "$user" -- python3 -I - "$dir" <<'PY' 2>/dev/null
+segment=$(timeout 10 runuser -u "$user" -- python3 -I - "${dirs[@]}" <<'PY' 2>/dev/null
 import glob, json, os, sys
-d = sys.argv[1]
-for path in sorted(glob.glob(os.path.join(glob.escape(d), "verdict.*.json"))):
+paths = []
+for d in sys.argv[1:]:  # in order of preference: the first directory with a verdict wins
+    paths += sorted(glob.glob(os.path.join(glob.escape(d), "verdict.*.json")))
+for path in paths:
     try:
         with open(path, "rb") as f:
             doc = json.loads(f.read(1 << 20))
@@ -61,7 +86,7 @@ for path in sorted(glob.glob(os.path.join(glob.escape(d), "verdict.*.json"))):
 PY
 )
 segment=$(printf '%s' "$segment" | head -n 1 | tr -c '[:print:]' '?' | tr ';' ',' | cut -c1-512)
-case "$segment" in "stallscope/1 "?*) ;; *) say "no verdict in $dir"; exit 0 ;; esac
+case "$segment" in "stallscope/1 "?*) ;; *) say "no verdict in ${dirs[*]}"; exit 0 ;; esac
 
 if [[ "$current" =~ [A-Z] ]]; then
     say "AdminComment has mixed-case foreign content that sacctmgr would lowercase; leaving it"

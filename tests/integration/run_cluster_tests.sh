@@ -41,6 +41,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# Replaces plugstack.conf atomically: the spank-epilog of the job that just ended may be reading it
+# (a half-written file there means no plugin, no epilog, and run-dir state left behind).
+plugstack_from() { cat >"$D/etc/plugstack.conf.new" && mv "$D/etc/plugstack.conf.new" "$D/etc/plugstack.conf"; }
+
 PASS=0
 FAIL=0
 ok() { PASS=$((PASS + 1)); echo "  ok   $*"; }
@@ -209,14 +213,43 @@ check "fallback dir is not the read-only one" test "${vfile#$W/ro}" = "$vfile"
 check "the fallback is recorded as a warning" grep -rqi "not writable" "$(dirname "${vfile:-/nonexistent/x}")"
 
 echo "== missing helper binary: job succeeds, clear slurmd log line"
-sed "s#helper=[^ ]*#helper=/nonexistent/stallscope#" "$D/etc/plugstack.conf.default" >"$D/etc/plugstack.conf"
+sed "s#helper=[^ ]*#helper=/nonexistent/stallscope#" "$D/etc/plugstack.conf.default" | plugstack_from
 out=$(as_user "$W/nohelper" srun --stallscope=1 sh -c 'echo JOBID=$SLURM_JOB_ID')
 rc=$?
 id=$(jobid_of "$out")
 SUCCEEDED_JOBS+=("$id")
-cp "$D/etc/plugstack.conf.default" "$D/etc/plugstack.conf"
+plugstack_from <"$D/etc/plugstack.conf.default"
 check "exit code 0 (job $id)" test "$rc" = 0
 check "slurmd log says why" log_has "stallscope: job $id step 0: cannot start helper /nonexistent/stallscope: exec failed: No such file or directory"
+
+echo "== allow_test_env=0 (production default): a job's STALLSCOPE_NVML_LIBRARY does not reach the helper"
+sed "s#allow_test_env=1#allow_test_env=0#" "$D/etc/plugstack.conf.default" | plugstack_from
+HELPER_ADJ='cat /proc/$(pgrep -u $(id -u) -f "record --out-dir [^ ]*stallscope-$SLURM_JOB_ID" | head -n 1)/oom_score_adj | sed "s/^/HELPER_ADJ=/"'
+out=$(as_user "$W/noseams" srun --stallscope=1 --gres=gpu:1 sh -c "echo JOBID=\$SLURM_JOB_ID; sleep 1; $HELPER_ADJ; sleep 1")
+rc=$?
+id=$(jobid_of "$out")
+SUCCEEDED_JOBS+=("$id")
+plugstack_from <"$D/etc/plugstack.conf.default"
+check "exit code 0 (job $id)" test "$rc" = 0
+check "the helper runs at oom_score_adj 0" grep -qx "HELPER_ADJ=0" <<<"$out"
+if [ -n "$FAKE_NVML" ]; then  # the first srun test saw the fixture's GPU through the same variables
+    vd=$(one_file "$W/noseams/stallscope-$id/verdict.*.json")
+    check "no GPU seen: the fake NVML of the job env was not loaded" python3 -c \
+        'import json, sys; sys.exit(json.load(open(sys.argv[1]))["inventory"]["gpus"] != [])' "${vd:-/nonexistent}"
+fi
+
+echo "== slurmctld-epilog.sh finds the verdict of a job submitted with --chdir (under the submit dir)"
+sed 's#$# comment=none#' "$D/etc/plugstack.conf.default" | plugstack_from
+mkdir -p "$W/epi/work" && chown "$U" "$W/epi/work"
+id=$(as_user "$W/epi/submit" sbatch --parsable --wait --stallscope=1 --chdir="$W/epi/work" --wrap 'sleep 3')
+SUCCEEDED_JOBS+=("$id")
+plugstack_from <"$D/etc/plugstack.conf.default"
+check "verdict under the submit dir, none under the work dir (job $id)" eval \
+    'compgen -G "$W/epi/submit/stallscope-$id/verdict.*.json" >/dev/null && [ ! -e "$W/epi/work/stallscope-$id" ]'
+SLURM_JOB_ID=$id SLURM_JOB_USER=$U SLURM_JOB_WORK_DIR=$W/epi/work STALLSCOPE_EPILOG_DELAY=1 \
+    "$REPO/contrib/slurm/slurmctld-epilog.sh" 2>"$W/epi/epilog.err"
+check "the slurmctld epilog wrote AdminComment from the submit dir's verdict" \
+    wait_until 10 comment_matches "$id" "^stallscope/1 [a-z_]+ conf=.* file=$W/epi/submit/stallscope-$id/verdict"
 
 echo "== AdminComment: a pre-existing JS1: value set by root survives"
 id=$(as_user "$W/js1" sbatch --parsable --stallscope=1 --wrap 'sleep 6')

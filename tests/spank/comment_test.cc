@@ -99,6 +99,50 @@ TEST_CASE("scontrol (22.05 capture): a job name forging an AdminComment line is 
     CHECK(r.state == AdminCommentRead::ambiguous);
 }
 
+TEST_CASE("scontrol: a rename raced between the two reads cannot forge AdminComment (issue 17)") {
+    // Multi-line read while JobName was "x\n   AdminComment=JS1:FAKE"; the one-liner after the user
+    // renamed the job back to "x" is one clean line. The old parser took "JS1:FAKE".
+    std::string multi = fixture("scontrol_show_job_race.txt");
+    std::string one = fixture("scontrol_show_job_race.oneline.txt");
+    REQUIRE(multi.find("\n   AdminComment=JS1:FAKE\n") != std::string::npos);
+    REQUIRE(one.find('\n') == one.size() - 1);
+    auto r = parse_scontrol_admin_comment(multi, one, "14");
+    CHECK(r.state == AdminCommentRead::ambiguous);
+    CHECK(r.value.empty());
+}
+
+TEST_CASE("scontrol: forged AdminComment lines anywhere but right after WorkDir are never read") {
+    const std::string real = fixture("scontrol_show_job_admincomment.txt");
+    const std::string real_one = fixture("scontrol_show_job_admincomment.oneline.txt");
+    // A real AdminComment plus a forged one in the job name: two candidates.
+    std::string two = real;
+    two.replace(two.find("JobName=train\n"), 14, "JobName=x\n   AdminComment=JS1:FAKE\n");
+    CHECK(parse_scontrol_admin_comment(two, real_one, "13").state == AdminCommentRead::ambiguous);
+    // No real one; the user's Comment (set with scontrol update, mutable) carries the forged line.
+    std::string plain = fixture("scontrol_show_job_plain.txt");
+    std::string in_comment = plain;
+    in_comment.replace(in_comment.find("Comment=user note \n"), 19, "Comment=n\n   AdminComment=JS1:FAKE \n");
+    CHECK(parse_scontrol_admin_comment(in_comment, fixture("scontrol_show_job_plain.oneline.txt"), "14")
+              .state == AdminCommentRead::ambiguous);
+    // A forged WorkDir line ahead of the real one: two WorkDir lines.
+    std::string workdir_twice = plain;
+    workdir_twice.replace(workdir_twice.find("JobName=plain\n"), 14,
+                          "JobName=x\n   WorkDir=/w\n   AdminComment=JS1:FAKE\n");
+    CHECK(parse_scontrol_admin_comment(workdir_twice, fixture("scontrol_show_job_plain.oneline.txt"), "14")
+              .state == AdminCommentRead::ambiguous);
+    // The multi-line value must match the one-liner's: a one-liner read after an admin changed it.
+    std::string other_one = real_one;
+    other_one.replace(other_one.find("AdminComment=JS1:abc"), 20, "AdminComment=JS1:xyz");
+    CHECK(parse_scontrol_admin_comment(real, other_one, "13").state == AdminCommentRead::ambiguous);
+}
+
+TEST_CASE("scontrol: a WorkDir made to look like an AdminComment field is read as absent, not forged") {
+    auto r = parse_scontrol_admin_comment(fixture("scontrol_show_job_workdir_spaces.txt"),
+                                          fixture("scontrol_show_job_workdir_spaces.oneline.txt"), "14");
+    CHECK(r.state == AdminCommentRead::absent);
+    CHECK(r.value.empty());
+}
+
 TEST_CASE("scontrol output of another job or an error message is not trusted") {
     std::string multi = fixture("scontrol_show_job_plain.txt");
     std::string one = fixture("scontrol_show_job_plain.oneline.txt");

@@ -204,3 +204,22 @@ TEST_CASE("helper spawn: the child really becomes the job user") {
                     Credentials{65534, 65534, {65534}}, 5);
     CHECK(r.output == "Uid: 65534 65534 65534 65534\nGid: 65534 65534 65534 65534\nGroups: 65534 \n");
 }
+
+TEST_CASE("job state keeps every step's output directory, not only the first (issue 17)") {
+    JobState s{1000, 1000, {1000}, "/home/a/run/stallscope-9"};
+    CHECK_FALSE(add_out_dir(s, "/home/a/run/stallscope-9"));  // the first step's again
+    CHECK(add_out_dir(s, "/home/a/run/sub/stallscope-9"));    // srun --chdir sub
+    CHECK_FALSE(add_out_dir(s, "/home/a/run/sub/stallscope-9"));
+    CHECK_FALSE(add_out_dir(s, "relative"));
+    auto back = parse_state(serialize_state(s));
+    REQUIRE(back);
+    CHECK(all_out_dirs(*back) ==
+          std::vector<std::string>{"/home/a/run/stallscope-9", "/home/a/run/sub/stallscope-9"});
+    for (int i = 0; i < 40; ++i) add_out_dir(s, "/d/" + std::to_string(i));
+    CHECK(all_out_dirs(s).size() == kMaxOutDirs);
+    REQUIRE(parse_state(serialize_state(s)));
+    CHECK(all_out_dirs(*parse_state(serialize_state(s))).size() == kMaxOutDirs);
+    // An old single-directory state file still parses.
+    CHECK(all_out_dirs(*parse_state("uid=1\ngid=1\ngroups=\nout_dir=/a\n")) ==
+          std::vector<std::string>{"/a"});
+}

@@ -2,7 +2,11 @@
 
 #include <glob.h>
 
+#include <charconv>
+#include <cstdint>
 #include <regex>
+
+#include "libstallscope/sources/nccl/ras_parse.h"
 
 namespace stallscope::nccl {
 namespace {
@@ -26,6 +30,15 @@ const std::regex kHeartbeat(R"(watchdog got stuck for (\d+) seconds|Heartbeat mo
 const std::regex kNcclError(R"(NCCL error in: .*?, (.*?), NCCL version (\S+))");
 const std::regex kTorchRank(R"(^\[rank(\d+)\]:|\[Rank (\d+)\])");
 
+// Digits from a regex group: from_chars, `fallback` when the number does not fit (std::stoll/stoi
+// threw on 20 digits, issue 17).
+template <typename T>
+T parse_number(const std::string& digits, T fallback) {
+    T v{};
+    if (std::from_chars(digits.data(), digits.data() + digits.size(), v).ec != std::errc()) return fallback;
+    return v;
+}
+
 bool contains(std::string_view line, std::string_view what) {
     return line.find(what) != std::string_view::npos;
 }
@@ -42,14 +55,16 @@ bool classify_log_line(std::string_view view, NcclLogEvent& e) {
     const bool nccl_error = contains(view, "NCCL error in:");
     const bool warn = contains(view, "NCCL WARN");
     if (!ib && !watchdog && !wd_status && !heartbeat && !nccl_error && !warn) return false;
-    const std::string line(view);
+    // Cut before any regex (kMaxRegexLine): the facts we match sit at the start of the line.
+    const std::string line(view.substr(0, kMaxRegexLine));
     std::smatch m;
     if (std::regex_search(line, m, kNcclPrefix)) {
         e.host = m[1];
-        e.pid = std::stoll(m[2]);
+        e.pid = parse_number<std::int64_t>(m[2].str(), -1);
         e.fields["cuda_dev"] = m[4];
     }
-    if (std::regex_search(line, m, kTorchRank)) e.rank = std::stoi(m[1].matched ? m[1].str() : m[2].str());
+    if (std::regex_search(line, m, kTorchRank))
+        e.rank = parse_number<int>(m[1].matched ? m[1].str() : m[2].str(), -1);
     if (ib && std::regex_search(line, m, kIbWc)) {
         e.kind = "ib_wc_error";
         e.fields["peer"] = m[1];

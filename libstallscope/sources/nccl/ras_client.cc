@@ -9,7 +9,12 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
+#include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <utility>
 
 #include "libstallscope/sources/nccl/ras_parse.h"
@@ -49,6 +54,25 @@ std::string address_text(const sockaddr* sa) {
                       sizeof host, port, sizeof port, NI_NUMERICHOST | NI_NUMERICSERV) != 0)
         return "?";
     return sa->sa_family == AF_INET6 ? "[" + std::string(host) + "]:" + port : std::string(host) + ":" + port;
+}
+
+// "0100007F:6D8C" / "00000000000000000000000001000000:6D8C": an address as /proc/net/tcp{,6} prints it
+// (each 32-bit word of the network-order address as the host reads it, %08X; the port %04X).
+std::string proc_net_address(const sockaddr_storage& ss) {
+    char text[64] = {};
+    if (ss.ss_family == AF_INET) {
+        const auto& in = reinterpret_cast<const sockaddr_in&>(ss);
+        std::uint32_t word = 0;
+        std::memcpy(&word, &in.sin_addr, 4);
+        std::snprintf(text, sizeof text, "%08X:%04X", word, ntohs(in.sin_port));
+    } else if (ss.ss_family == AF_INET6) {
+        const auto& in6 = reinterpret_cast<const sockaddr_in6&>(ss);
+        std::uint32_t w[4];
+        std::memcpy(w, &in6.sin6_addr, 16);
+        std::snprintf(text, sizeof text, "%08X%08X%08X%08X:%04X", w[0], w[1], w[2], w[3],
+                      ntohs(in6.sin6_port));
+    }
+    return text;
 }
 
 // Tries every address `host` resolves to (AF_UNSPEC), each with its own connect timeout.
@@ -180,6 +204,13 @@ std::string handshake(const RasEndpoint& ep, const RasLimits& lim, Clock::time_p
                       RasReply& reply) {
     const std::string c = connect_any(ep, lim.connect, deadline, cancel, fd, reply.address, reply.detail);
     if (c != "ok") return c;
+    // Before sending or trusting a byte: a listener on this node must be the job user's.
+    const uid_t expected = ep.owner == kAnyOwner ? ::getuid() : ep.owner;
+    if (const std::optional<uid_t> owner = local_server_owner(fd.fd); owner && *owner != expected) {
+        reply.detail = reply.address + ": listener owned by uid " + std::to_string(*owner) + ", not uid " +
+                       std::to_string(expected) + " (the job user): not trusted";
+        return "protocol_error";
+    }
     std::string line;
     auto fail = [&](Io io, const std::string& what) {
         reply.detail = reply.address + ": " + what + ": " + io_text(io);
@@ -206,6 +237,31 @@ std::string handshake(const RasEndpoint& ep, const RasLimits& lim, Clock::time_p
 }
 
 }  // namespace
+
+std::optional<uid_t> local_server_owner(int fd) {
+    sockaddr_storage ours{}, theirs{};
+    socklen_t a = sizeof ours, b = sizeof theirs;
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&ours), &a) != 0 ||
+        ::getpeername(fd, reinterpret_cast<sockaddr*>(&theirs), &b) != 0)
+        return std::nullopt;
+    const std::string server = proc_net_address(theirs), client = proc_net_address(ours);
+    if (server.empty()) return std::nullopt;
+    // The server side: its local address is our peer, its remote address is us.
+    std::ifstream in(ours.ss_family == AF_INET6 ? "/proc/net/tcp6" : "/proc/net/tcp");
+    std::string line;
+    std::getline(in, line);  // header
+    while (std::getline(in, line)) {
+        std::istringstream fields(line);
+        std::string slot, local, remote, state, queues, timer, retransmits, uid;
+        if (!(fields >> slot >> local >> remote >> state >> queues >> timer >> retransmits >> uid)) continue;
+        if (local != server || remote != client) continue;
+        uid_t owner = 0;
+        if (std::from_chars(uid.data(), uid.data() + uid.size(), owner).ec != std::errc())
+            return std::nullopt;
+        return owner;
+    }
+    return std::nullopt;
+}
 
 RasEndpoint parse_ras_addr(std::string_view addr) {
     RasEndpoint ep;

@@ -3,9 +3,12 @@
 // bytes read. A refused, slow, truncated or hung service yields an outcome, never a blocked caller.
 #pragma once
 
+#include <sys/types.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -16,10 +19,21 @@ namespace stallscope::nccl {
 
 using Millis = std::chrono::milliseconds;
 
+inline constexpr uid_t kAnyOwner = static_cast<uid_t>(-1);
+
 struct RasEndpoint {
     std::string host = "localhost";  // resolved with AF_UNSPEC; every address is tried (often ::1 only)
     std::string port = "28028";
+    // Who must own the listening socket when it is on this node (the RAS port is predictable: another
+    // user on a shared node could bind it first and feed fake dead ranks). kAnyOwner: our own uid, the
+    // job user's (the helper runs as the user, so do the job's NCCL processes).
+    uid_t owner = kAnyOwner;
 };
+
+// The uid owning the server side of connected TCP socket `fd` when that side is on this node (found in
+// /proc/net/tcp or tcp6 by its local = our peer and remote = our local address); nullopt when it is
+// not (a remote host) or cannot be read.
+std::optional<uid_t> local_server_owner(int fd);
 // NCCL_RAS_ADDR syntax: "host:port", "[v6]:port", "host" (default port); "" -> localhost:28028.
 RasEndpoint parse_ras_addr(std::string_view addr);
 

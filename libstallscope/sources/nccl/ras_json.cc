@@ -1,5 +1,7 @@
 // JSON `STATUS` report (research notes 1.4) and the MONITOR event stream (1.5).
 #include <algorithm>
+#include <charconv>
+#include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -136,19 +138,27 @@ std::size_t object_end(const std::string& text, std::size_t start) {
     return std::string::npos;
 }
 
+// Digits only (the regex): from_chars, -1 when it does not fit (std::stoll threw on 20 digits).
+std::int64_t parse_pid(const std::string& digits) {
+    std::int64_t v = -1;
+    if (std::from_chars(digits.data(), digits.data() + digits.size(), v).ec != std::errc()) v = -1;
+    return v;
+}
+
 const std::regex kTextEvent(R"(^\[([^\]]+)\] ([A-Z_]+): ?(.*)$)");
 const std::regex kEventPeer(
     R"(^Process (\d+) on node (\S+) managing GPUs? ([\d,]+)(?: \(NVML [\d,]+\))? ?(.*)$)");
 const std::regex kEventAddr(R"(^(\S+<\d+>) ?(.*)$)");
 
 bool text_event(const std::string& line, NcclRasEvent& e) {
+    if (line.size() > kMaxRegexLine) return false;  // counted as garbage; see kMaxRegexLine
     std::smatch m;
     if (!std::regex_match(line, m, kTextEvent)) return false;
     e.timestamp = m[1];
     e.event = m[2];
     const std::string rest = m[3];
     if (std::regex_match(rest, m, kEventPeer)) {
-        e.peer.pid = std::stoll(m[1]);
+        e.peer.pid = parse_pid(m[1].str());
         e.peer.host = m[2];
         e.peer.gpus = m[3];
         e.details = m[4];
@@ -184,9 +194,43 @@ bool json_event(const json& o, NcclRasEvent& e) {
 
 std::string repair_ras_json(std::string_view text) {
     // Ray Train's repair (research notes 1.4): a value ending in a digit, quote, 'e' (true/false) or 'l'
-    // (null) followed by a newline and a "key": line lacks its comma.
-    static const std::regex kMissingComma(R"(([\d"el])([ \t]*\r?\n[ \t]*)("[^"\n]*"[ \t]*:))");
-    return std::regex_replace(std::string(text), kMissingComma, "$1,$2$3");
+    // (null) followed by a newline and a "key": line lacks its comma. By hand, line by line: the regex
+    // form recursed once per character of a long line and crashed on a 100 k-character one.
+    auto blank = [](char c) { return c == ' ' || c == '\t'; };
+    auto key_line = [&](std::string_view line) {  // [ \t]*"[^"\n]*"[ \t]*:
+        std::size_t i = 0;
+        while (i < line.size() && blank(line[i])) ++i;
+        if (i == line.size() || line[i] != '"') return false;
+        const std::size_t close = line.find('"', i + 1);
+        if (close == std::string_view::npos) return false;
+        i = close + 1;
+        while (i < line.size() && blank(line[i])) ++i;
+        return i < line.size() && line[i] == ':';
+    };
+    std::string out;
+    out.reserve(text.size() + 16);
+    std::size_t pos = 0;
+    while (pos < text.size()) {
+        std::size_t nl = text.find('\n', pos);
+        std::string_view line =
+            text.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
+        std::size_t end = line.size();
+        while (end > 0 && (blank(line[end - 1]) || line[end - 1] == '\r')) --end;
+        const char last = end > 0 ? line[end - 1] : '\0';
+        const bool value_end = (last >= '0' && last <= '9') || last == '"' || last == 'e' || last == 'l';
+        if (nl != std::string_view::npos && value_end &&
+            key_line(text.substr(nl + 1, text.find('\n', nl + 1) - nl - 1))) {
+            out.append(line.substr(0, end));
+            out += ',';
+            out.append(line.substr(end));
+        } else {
+            out.append(line);
+        }
+        if (nl == std::string_view::npos) break;
+        out += '\n';
+        pos = nl + 1;
+    }
+    return out;
 }
 
 NcclRasReport parse_ras_json(std::string_view text) {
@@ -255,6 +299,12 @@ std::vector<NcclRasEvent> take_monitor_events(std::string& buffer, int& garbage)
         pos = nl + 1;
     }
     buffer.erase(0, pos);
+    // An event that never completes (no newline, no closing brace) must not grow the helper without
+    // bound, nor be rescanned from its start on every read.
+    if (buffer.size() > kMaxPendingEvent) {
+        buffer.clear();
+        ++garbage;
+    }
     return events;
 }
 

@@ -2,6 +2,7 @@
 // reports and the MONITOR event stream (2.29+). Formats: research notes sections 1.3-1.5, 1.9.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -9,6 +10,13 @@
 #include "libstallscope/model/nccl.h"
 
 namespace stallscope::nccl {
+
+// libstdc++'s std::regex matches recursively, one stack frame per character: a 100 k-character RAS line
+// or a 30 k-character NCCL log line overflows the helper's stack (reproduced, issue 17). Every line goes
+// through a regex only when it is at most this long; longer lines are cut (log lines: the facts we match
+// come first) or, in RAS reports, skipped (no RAS line we read is anywhere near this long, except the
+// missing-ranks list, which is parsed without a regex).
+inline constexpr std::size_t kMaxRegexLine = 4096;
 
 // "0xcf264af53edbe986" / "cf264af53edbe986" / "0x5a1c0e37b2d94f1" -> 16 lower-case hex digits, no 0x.
 std::string normalize_comm_hash(std::string_view hash);
@@ -28,8 +36,9 @@ std::string repair_ras_json(std::string_view text);
 NcclRasReport parse_ras_report(std::string_view text);
 
 // MONITOR stream, text (one event per line) or JSON (concatenated pretty-printed objects). Consumes the
-// complete events at the front of `buffer` and leaves an incomplete tail there for the next read.
-// Malformed events are skipped and counted in `garbage`.
+// complete events at the front of `buffer` and leaves an incomplete tail there for the next read; a
+// tail longer than kMaxPendingEvent is dropped. Malformed events are skipped and counted in `garbage`.
+inline constexpr std::size_t kMaxPendingEvent = 1u << 20;
 std::vector<NcclRasEvent> take_monitor_events(std::string& buffer, int& garbage);
 
 // "2.28.9" -> 22809 (major*10000 + minor*100 + patch); 0 when not a version.

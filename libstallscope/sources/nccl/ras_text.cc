@@ -12,7 +12,14 @@ namespace {
 
 std::uint64_t to_u64(const std::string& s) {
     std::uint64_t v = 0;
-    std::from_chars(s.data(), s.data() + s.size(), v);
+    // A number beyond 2^64 (digits only, as every regex here allows) saturates instead of reading 0.
+    if (std::from_chars(s.data(), s.data() + s.size(), v).ec == std::errc::result_out_of_range)
+        v = UINT64_MAX;
+    return v;
+}
+double to_double(const std::string& s) {
+    double v = 0;
+    std::from_chars(s.data(), s.data() + s.size(), v);  // never throws, unlike std::stod
     return v;
 }
 int to_int(const std::string& s) {
@@ -31,7 +38,6 @@ const std::regex kGroupLine(
     R"(^  (\d+) ranks (?:have (?:status (\w+)|launched up to operation (\d+)|(not launched any operations))|reported (.+))$)");
 const std::regex kDifferentCounts(R"(^  Communicator ranks have different (\w+) operation counts$)");
 const std::regex kTimeouts(R"(^  Encountered (\d+) communication timeouts? while gathering)");
-const std::regex kMissingList(R"(^  The missing ranks?: ([\d,]+)$)");
 
 // ncclResult_t of the RAS error strings (client_support.cc), so text and JSON reports compare.
 int error_code(const std::string& text) {
@@ -87,6 +93,11 @@ class TextParser {
     enum class Block { kNone, kJobIncomplete, kJobDead, kTimeout, kComm };
 
     void on_line(const std::string& line) {
+        if (line.size() > kMaxRegexLine) {
+            // Only a missing-ranks list of a very large job is legitimately this long.
+            if (section_ == Section::kErrors || section_ == Section::kWarnings) missing_list(line);
+            return;
+        }
         std::smatch m;
         if (std::regex_match(line, m, kVersion)) {
             r_.nccl_version = (m[1] == "RCCL" ? "rccl-" : "") + m[2].str();
@@ -95,7 +106,7 @@ class TextParser {
         }
         if (line == "Job summary") return section(Section::kSummary);
         if (std::regex_match(line, m, kCommsHeader)) {
-            r_.collection_seconds = std::stod(m[1].str());
+            r_.collection_seconds = to_double(m[1].str());
             return section(Section::kComms);
         }
         if (line == "Errors") return section(Section::kErrors);
@@ -178,19 +189,7 @@ class TextParser {
             flush_counts();
             return;
         }
-        if (std::regex_match(line, m, kMissingList)) {  // 2.24/2.25
-            std::string list = m[1];
-            for (std::size_t p = 0; p < list.size();) {
-                std::size_t q = list.find(',', p);
-                if (q == std::string::npos) q = list.size();
-                NcclMissingRank mr;
-                mr.peer.rank = to_int(list.substr(p, q - p));
-                mr.unresponsive = true;
-                comm_->missing.push_back(mr);
-                p = q + 1;
-            }
-            return;
-        }
+        if (missing_list(line)) return;  // 2.24/2.25
         if (std::regex_match(line, m, kGroupLine)) {
             group_status_ = m[2].matched ? m[2].str() : "";
             group_error_ = m[5].matched ? m[5].str() : "";
@@ -220,6 +219,31 @@ class TextParser {
         } else if (group_status_ == "ABORT") {
             add_abort(peer);
         }
+    }
+
+    // "  The missing rank(s): 3,17,..." without a regex: the list of a large job can be tens of kB long.
+    bool missing_list(const std::string& line) {
+        static constexpr std::string_view kOne = "  The missing rank: ", kMany = "  The missing ranks: ";
+        std::string_view rest = line;
+        if (rest.substr(0, kOne.size()) == kOne)
+            rest.remove_prefix(kOne.size());
+        else if (rest.substr(0, kMany.size()) == kMany)
+            rest.remove_prefix(kMany.size());
+        else
+            return false;
+        if (block_ != Block::kComm || !comm_ || rest.empty() ||
+            rest.find_first_not_of("0123456789,") != std::string_view::npos)
+            return false;
+        for (std::size_t p = 0; p < rest.size();) {
+            std::size_t q = rest.find(',', p);
+            if (q == std::string_view::npos) q = rest.size();
+            NcclMissingRank mr;
+            mr.peer.rank = to_int(std::string(rest.substr(p, q - p)));
+            mr.unresponsive = true;
+            comm_->missing.push_back(mr);
+            p = q + 1;
+        }
+        return true;
     }
 
     void add_abort(const NcclPeer& peer) {

@@ -1,6 +1,10 @@
 // The RAS client against a fake RAS server on loopback: protocol, feature detection, and the time bound
 // of every failure mode (refused, hung, slow, truncated, garbage).
+#include <arpa/inet.h>
 #include <doctest/doctest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <thread>
 
@@ -46,6 +50,36 @@ TEST_CASE("NCCL_RAS_ADDR forms parse to host and port") {
     CHECK(parse_ras_addr("[::1]:28030").port == "28030");
     CHECK(parse_ras_addr("::1").host == "::1");
     CHECK(parse_ras_addr("127.0.0.1").port == "28028");
+}
+
+TEST_CASE("a RAS listener on this node owned by another user is not trusted (issue 17)") {
+    FakeRasServer server(reports(true));
+    RasEndpoint ep = at(server.port());
+    ep.owner = getuid() + 1;  // the job user, as seen from a server someone else bound first
+    const RasReply r = ras_status(ep, RasQuery{7, true, false}, short_limits());
+    CHECK(r.outcome == "protocol_error");
+    CHECK(r.detail.find("listener owned by uid " + std::to_string(getuid())) != std::string::npos);
+    CHECK(r.body.empty());
+    CHECK(server.commands().empty());  // nothing was sent to it
+    RasMonitor monitor;
+    std::string detail;
+    CHECK(monitor.open(ep, "", false, short_limits(), detail) == "protocol_error");
+    ep.owner = getuid();
+    CHECK(ras_status(ep, RasQuery{7, true, false}, short_limits()).outcome == "ok");
+}
+
+TEST_CASE("the owner of a connected local TCP server is found in /proc/net/tcp") {
+    FakeRasServer server(reports(true));
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(std::stoi(server.port())));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    std::optional<uid_t> owner = local_server_owner(fd);
+    REQUIRE(owner);
+    CHECK(*owner == getuid());
+    close(fd);
 }
 
 TEST_CASE("a >= 2.28.7 server: handshake, TIMEOUT, SET FORMAT json, STATUS read to EOF") {
