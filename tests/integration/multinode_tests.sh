@@ -7,6 +7,7 @@
 #   B  srun -N3 --stallscope=1 alone                     (writer: the step's node 0)
 #   C  sbatch -N3 with two concurrent srun -N3 steps     (two steps per node; one sampler per node)
 #   D  srun -N3 whose helper on n3 is SIGKILLed          (the comment names n3 as missing)
+#   E  sbatch -N3 whose writer (batch helper, n1) is SIGKILLed: only n1's job_epilog summarizes
 # The comment writes are counted twice: the plugin's "job comment written" lines in the three slurmd
 # logs, and slurmctld's own log of AdminComment updates (SlurmctldDebug=debug).
 #
@@ -94,18 +95,19 @@ as_user() {
     mkdir -p "$dir" && chown "$U" "$dir"
     runuser -u "$U" -- env -C "$dir" "${JOBENV[@]}" "$@"
 }
-# Long enough for a verdict (min_step_seconds=30); the four jobs share the nodes' 4 CPUs.
+# Long enough for a verdict (min_step_seconds=30); the five jobs share the nodes' 8 (configured) CPUs.
 STEP=34
-echo "== four 3-node jobs at once (${STEP} s steps)"
-JA=$(as_user "$W/a" sbatch --parsable -N3 --stallscope=1 --wrap "srun -N3 sleep $STEP")
-JC=$(as_user "$W/c" sbatch --parsable -N3 --stallscope=1 \
-    --wrap "srun -N3 --overlap sleep $STEP & srun -N3 --overlap sleep $STEP & wait")
-as_user "$W/b" srun -N3 --stallscope=1 sh -c "[ \$SLURM_NODEID = 0 ] && echo JOBID=\$SLURM_JOB_ID; sleep $STEP" \
-    >"$W/b.out" 2>&1 &
-SRUN_B=$!
+echo "== five 3-node jobs at once (${STEP} s steps)"
 # Job D: the helper of this job on this node (same UTS namespace = same node) is SIGKILLed on n3.
 KILL_OWN_HELPER='for p in $(pgrep -u $(id -u) -f "record --out-dir [^ ]*stallscope-$SLURM_JOB_ID"); do
   [ "$(readlink /proc/$p/ns/uts)" = "$(readlink /proc/self/ns/uts)" ] && kill -KILL $p; done'
+JA=$(as_user "$W/a" sbatch --parsable -N3 --stallscope=1 --wrap "srun -N3 sleep $STEP")
+JC=$(as_user "$W/c" sbatch --parsable -N3 --stallscope=1 \
+    --wrap "srun -N3 --overlap sleep $STEP & srun -N3 --overlap sleep $STEP & wait")
+JE=$(as_user "$W/e" sbatch --parsable -N3 --stallscope=1 --wrap "sleep 3; $KILL_OWN_HELPER; srun -N3 sleep $STEP")
+as_user "$W/b" srun -N3 --stallscope=1 sh -c "[ \$SLURM_NODEID = 0 ] && echo JOBID=\$SLURM_JOB_ID; sleep $STEP" \
+    >"$W/b.out" 2>&1 &
+SRUN_B=$!
 as_user "$W/d" srun -N3 --stallscope=1 sh -c "[ \$SLURM_NODEID = 0 ] && echo JOBID=\$SLURM_JOB_ID; sleep 4;
     [ \$(hostname) = n3 ] && { $KILL_OWN_HELPER; }; sleep $((STEP - 4))" >"$W/d.out" 2>&1 &
 SRUN_D=$!
@@ -120,12 +122,13 @@ sacct_field() { sacct -n -X -P -j "$1" -o "$2" 2>/dev/null | head -n 1; }
 finished() { [[ "$(sacct_field "$1" State)" =~ ^(COMPLETED|FAILED|CANCELLED|TIMEOUT) ]]; }
 check "srun-only job B ($JB) exit 0" test "$RC_B" = 0 -a -n "$JB"
 check "srun-only job D ($JD) exit 0" test "$RC_D" = 0 -a -n "$JD"
-check "batch jobs A ($JA) and C ($JC) finished" wait_until 60 eval 'finished "$JA" && finished "$JC"'
+check "batch jobs A ($JA), C ($JC), E ($JE) finished" wait_until 60 eval 'finished "$JA" && finished "$JC" && finished "$JE"'
 JOBS_S=$(($(date +%s) - T_JOBS))
-check "A and C completed" test "$(sacct_field "$JA" State)" = COMPLETED -a "$(sacct_field "$JC" State)" = COMPLETED
+check "A, C and E completed" test "$(sacct_field "$JA" State)$(sacct_field "$JC" State)$(sacct_field "$JE" State)" = \
+    COMPLETEDCOMPLETEDCOMPLETED
 # The epilogs (every node) finish shortly after the job; give them a moment before counting.
 epilog_done() { ! compgen -G "$D/nodes/n*/local/stallscope-run/$1.*" >/dev/null; }
-for j in "$JA" "$JB" "$JC" "$JD"; do
+for j in "$JA" "$JB" "$JC" "$JD" "$JE"; do
     check "job $j: every node's epilog removed its run-dir state" wait_until 30 epilog_done "$j"
 done
 
@@ -174,6 +177,13 @@ check "job $JD: n3 named missing, root cause still n2" \
 check "job $JD: n3's plugin logged the dead helper" \
     eval 'grep -q "job $JD step 0: helper [0-9]* died during the step" "$D/nodes/n3/local/slurmd.log"'
 check "job $JD: no helper process left" no_helpers "$JD"
+
+echo "-- job $JE (writer helper killed on n1): AdminComment: $(comment "$JE")"
+check "job $JE: summary.json written once, by n1's job_epilog (the writer node) only" \
+    eval 'test -f "$W/e/stallscope-$JE/summary.json" && [ "$(epilog_summaries "$JE")" = 1 ] &&
+        grep -q "job $JE: epilog summarized" "$D/nodes/n1/local/slurmd.log"'
+check "job $JE: at most one comment write ($(plugin_writes "$JE"))" test "$(plugin_writes "$JE")" -le 1
+check "job $JE: every file owned by $U" owned_by_user "$W/e/stallscope-$JE"
 
 echo "== teardown"
 "$REPO/contrib/dev-cluster/down-multinode.sh" >/dev/null
