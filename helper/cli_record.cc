@@ -192,7 +192,11 @@ int run_record(int argc, char** argv, int first) {
             append_line(sample_line);
         }
         sinks.publish(current, profile, profiler.last_rates());
-        gpu_count = std::max<int>(gpu_count, static_cast<int>(current.gpus.size()));
+        // Measured GPUs only: a GPU Slurm allocated but NVML never answered for is not counted.
+        gpu_count = std::max<int>(
+            gpu_count,
+            static_cast<int>(std::count_if(current.gpus.begin(), current.gpus.end(),
+                                           [](const auto& g) { return g.utilization_pct.has_value(); })));
         if (max_samples > 0 && n + 1 >= max_samples) break;
         const double planned = (monotonic_now() - started < kDenseStartSeconds)
                                    ? std::min(interval, kDenseIntervalSeconds)
