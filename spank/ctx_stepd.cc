@@ -45,7 +45,8 @@ struct StepState {
     std::string cwd;  // PWD of the step env
     HelperProcess helper;
     std::string segment;      // sanitized line from the helper, "" if none
-    bool job_writer = false;  // this step's helper merges the job and its segment becomes the comment
+    bool job_writer = false;  // this step writes the job comment (job_writer.h)
+    bool job_merge = false;   // ... and its helper merges the job dir first (--job-writer)
     int lock_fd = -1;         // the node's sampler lock, flocked by this slurmstepd while its helper runs
 };
 StepState g_step;
@@ -209,6 +210,12 @@ void choose_job_writer() {
     const bool batch_here = g_step.step_id != kBatchStep &&
                             read_root_file(batch_mark_path(c.run_dir, g_step.job_id), &ignored).has_value();
     g_step.job_writer = is_job_writer(g_step.step_id, g_step.node_id, batch_here);
+    // A job of many srun steps (no recording batch step) must not merge its growing job dir at every
+    // step's end (O(steps^2) reads): only the first writing step merges; later steps write their own
+    // segment when it says more, and job_epilog merges once at the end (the summary is then stale).
+    const bool comment_written =
+        read_root_file(comment_mark_path(c.run_dir, g_step.job_id), &ignored).has_value();
+    g_step.job_merge = g_step.job_writer && (g_step.step_id == kBatchStep || !comment_written);
     if (err.empty() && g_step.job_writer)
         err = write_root_file(writer_mark_path(c.run_dir, g_step.job_id), "1");
     if (!err.empty()) slurm_error("stallscope: job %s: %s", g_step.job_id.c_str(), err.c_str());
@@ -359,7 +366,7 @@ int stepd_user_init(spank_t sp) {
     set_env(env, "SLURM_NODEID", std::to_string(g_step.node_id));
     std::vector<std::string> argv =
         without_lock_file(record_argv(g_step.config, g_step.out_dir, g_step.interval, g_step.job_id));
-    if (g_step.job_writer) {
+    if (g_step.job_merge) {
         argv.push_back("--job-writer");
         argv.push_back("--merge-wait-seconds");
         argv.push_back(std::to_string(merge_wait_for(g_step.config.stop_timeout)));
@@ -377,7 +384,10 @@ int stepd_user_init(spank_t sp) {
     g_step.helper = *helper;
     slurm_verbose("stallscope: job %s step %s: helper pid %d started in %ld us (interval %us, out %s%s)",
                   g_step.job_id.c_str(), step_label(g_step.step_id).c_str(), helper->pid, now_us() - t0,
-                  g_step.interval, g_step.out_dir.c_str(), g_step.job_writer ? ", job writer" : "");
+                  g_step.interval, g_step.out_dir.c_str(),
+                  g_step.job_merge    ? ", job writer"
+                  : g_step.job_writer ? ", comment writer"
+                                      : "");
     return 0;
 }
 
