@@ -8,6 +8,9 @@
 #   C  sbatch -N3 with two concurrent srun -N3 steps     (two steps per node; one sampler per node)
 #   D  srun -N3 whose helper on n3 is SIGKILLed          (the comment names n3 as missing)
 #   E  sbatch -N3 whose writer (batch helper, n1) is SIGKILLed: only n1's job_epilog summarizes
+#   F  two srun --stallscope steps in a batch job that does not record: step 0 merges and writes, step 1
+#      keeps the comment, n1's epilog merges once at the end
+#   G  sbatch -N3 cancelled mid-step: no helper left, at most one write, a summary
 # The comment writes are counted twice: the plugin's "job comment written" lines in the three slurmd
 # logs, and slurmctld's own log of AdminComment updates (SlurmctldDebug=debug).
 #
@@ -95,9 +98,9 @@ as_user() {
     mkdir -p "$dir" && chown "$U" "$dir"
     runuser -u "$U" -- env -C "$dir" "${JOBENV[@]}" "$@"
 }
-# Long enough for a verdict (min_step_seconds=30); the five jobs share the nodes' 8 (configured) CPUs.
+# Long enough for a verdict (min_step_seconds=30); the seven jobs share the nodes' 8 (configured) CPUs.
 STEP=34
-echo "== five 3-node jobs at once (${STEP} s steps)"
+echo "== seven 3-node jobs at once (${STEP} s steps)"
 # Job D: the helper of this job on this node (same UTS namespace = same node) is SIGKILLed on n3.
 KILL_OWN_HELPER='for p in $(pgrep -u $(id -u) -f "record --out-dir [^ ]*stallscope-$SLURM_JOB_ID"); do
   [ "$(readlink /proc/$p/ns/uts)" = "$(readlink /proc/self/ns/uts)" ] && kill -KILL $p; done'
@@ -105,6 +108,8 @@ JA=$(as_user "$W/a" sbatch --parsable -N3 --stallscope=1 --wrap "srun -N3 sleep 
 JC=$(as_user "$W/c" sbatch --parsable -N3 --stallscope=1 \
     --wrap "srun -N3 --overlap sleep $STEP & srun -N3 --overlap sleep $STEP & wait")
 JE=$(as_user "$W/e" sbatch --parsable -N3 --stallscope=1 --wrap "sleep 3; $KILL_OWN_HELPER; srun -N3 sleep $STEP")
+JF=$(as_user "$W/f" sbatch --parsable -N3 --wrap "srun -N3 --stallscope=1 sleep 5; srun -N3 --stallscope=1 sleep 5")
+JG=$(as_user "$W/g" sbatch --parsable -N3 --stallscope=1 --wrap "srun -N3 sleep 300")
 as_user "$W/b" srun -N3 --stallscope=1 sh -c "[ \$SLURM_NODEID = 0 ] && echo JOBID=\$SLURM_JOB_ID; sleep $STEP" \
     >"$W/b.out" 2>&1 &
 SRUN_B=$!
@@ -112,6 +117,8 @@ as_user "$W/d" srun -N3 --stallscope=1 sh -c "[ \$SLURM_NODEID = 0 ] && echo JOB
     [ \$(hostname) = n3 ] && { $KILL_OWN_HELPER; }; sleep $((STEP - 4))" >"$W/d.out" 2>&1 &
 SRUN_D=$!
 T_JOBS=$(date +%s)
+sleep 12
+scancel "$JG"
 wait "$SRUN_B"
 RC_B=$?
 wait "$SRUN_D"
@@ -122,13 +129,14 @@ sacct_field() { sacct -n -X -P -j "$1" -o "$2" 2>/dev/null | head -n 1; }
 finished() { [[ "$(sacct_field "$1" State)" =~ ^(COMPLETED|FAILED|CANCELLED|TIMEOUT) ]]; }
 check "srun-only job B ($JB) exit 0" test "$RC_B" = 0 -a -n "$JB"
 check "srun-only job D ($JD) exit 0" test "$RC_D" = 0 -a -n "$JD"
-check "batch jobs A ($JA), C ($JC), E ($JE) finished" wait_until 60 eval 'finished "$JA" && finished "$JC" && finished "$JE"'
+check "batch jobs A ($JA), C ($JC), E ($JE), F ($JF), G ($JG) finished" wait_until 60 \
+    eval 'finished "$JA" && finished "$JC" && finished "$JE" && finished "$JF" && finished "$JG"'
 JOBS_S=$(($(date +%s) - T_JOBS))
 check "A, C and E completed" test "$(sacct_field "$JA" State)$(sacct_field "$JC" State)$(sacct_field "$JE" State)" = \
     COMPLETEDCOMPLETEDCOMPLETED
 # The epilogs (every node) finish shortly after the job; give them a moment before counting.
 epilog_done() { ! compgen -G "$D/nodes/n*/local/stallscope-run/$1.*" >/dev/null; }
-for j in "$JA" "$JB" "$JC" "$JD" "$JE"; do
+for j in "$JA" "$JB" "$JC" "$JD" "$JE" "$JF" "$JG"; do
     check "job $j: every node's epilog removed its run-dir state" wait_until 30 epilog_done "$j"
 done
 
@@ -184,6 +192,25 @@ check "job $JE: summary.json written once, by n1's job_epilog (the writer node) 
         grep -q "job $JE: epilog summarized" "$D/nodes/n1/local/slurmd.log"'
 check "job $JE: at most one comment write ($(plugin_writes "$JE"))" test "$(plugin_writes "$JE")" -le 1
 check "job $JE: every file owned by $U" owned_by_user "$W/e/stallscope-$JE"
+
+N1_LOG=$D/nodes/n1/local/slurmd.log
+echo "-- job $JF (two srun-only steps): AdminComment: $(comment "$JF")"
+check "job $JF: step 0 merged (job writer), step 1 only wrote its node segment (comment writer)" \
+    eval 'grep -q "job $JF step 0: helper pid .*, job writer)" "$N1_LOG" &&
+        grep -q "job $JF step 1: helper pid .*, comment writer)" "$N1_LOG"'
+check "job $JF: one comment write, kept by step 1 ($(plugin_writes "$JF"))" \
+    eval '[ "$(plugin_writes "$JF")" = 1 ] && grep -q "job $JF step 1: job comment kept" "$N1_LOG"'
+check "job $JF: the comment is the merged job segment" eval '[[ "$(comment "$JF")" =~ \ nodes=3\ .*file=$W/f/stallscope-$JF/summary.json ]]'
+check "job $JF: the stale summary merged once more, by n1's epilog only" \
+    eval '[ "$(epilog_summaries "$JF")" = 1 ] && grep -q "job $JF: epilog summarized" "$N1_LOG"'
+check "job $JF: summary.json covers both steps (6 node recordings)" eval \
+    'python3 -c "import json,sys; sys.exit(len(json.load(open(\"$W/f/stallscope-$JF/summary.json\"))[\"nodes\"]) != 6)"'
+echo "-- job $JG (cancelled): $(sacct_field "$JG" State), AdminComment: $(comment "$JG")"
+check "job $JG: cancelled" eval '[[ "$(sacct_field "$JG" State)" =~ ^CANCELLED ]]'
+check "job $JG: no helper process left" no_helpers "$JG"
+check "job $JG: at most one comment write ($(plugin_writes "$JG")), at most one epilog summary" \
+    eval '[ "$(plugin_writes "$JG")" -le 1 ] && [ "$(epilog_summaries "$JG")" -le 1 ]'
+check "job $JG: a summary.json, owned by $U" eval 'test -f "$W/g/stallscope-$JG/summary.json" && owned_by_user "$W/g/stallscope-$JG"'
 
 echo "== teardown"
 "$REPO/contrib/dev-cluster/down-multinode.sh" >/dev/null
