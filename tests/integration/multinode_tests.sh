@@ -102,7 +102,7 @@ as_user() {
 STEP=34
 echo "== seven 3-node jobs at once (${STEP} s steps)"
 # Job D: the helper of this job on this node (same UTS namespace = same node) is SIGKILLed on n3.
-KILL_OWN_HELPER='for p in $(pgrep -u $(id -u) -f "record --out-dir [^ ]*stallscope-$SLURM_JOB_ID"); do
+KILL_OWN_HELPER='for p in $(pgrep -u $(id -u) -f "record --out-dir '"$W"'/[a-z]/stallscope-$SLURM_JOB_ID( |\$)"); do
   [ "$(readlink /proc/$p/ns/uts)" = "$(readlink /proc/self/ns/uts)" ] && kill -KILL $p; done'
 JA=$(as_user "$W/a" sbatch --parsable -N3 --stallscope=1 --wrap "srun -N3 sleep $STEP")
 JC=$(as_user "$W/c" sbatch --parsable -N3 --stallscope=1 \
@@ -148,7 +148,8 @@ ctld_writes() { grep -cE "^\[[^]]*\] _update_job: setting admin_comment .* for J
 epilog_summaries() { cat $NODE_LOGS | grep -c "stallscope: job $1: epilog summarized"; }
 comment() { sacct_field "$1" AdminComment; }
 owned_by_user() { [ -z "$(find "$1" ! -user "$U" -print -quit)" ]; }
-no_helpers() { ! pgrep -u "$U" -f "record --out-dir [^ ]*stallscope-$1" >/dev/null; }
+# Only this run's helpers: other clusters on the machine may run jobs as the same user with the same ids.
+no_helpers() { ! pgrep -u "$U" -f "record --out-dir $W/[a-z]/stallscope-$1( |\$)" >/dev/null; }
 
 check_job() {
     local id=$1 dir=$2 what=$3 c
