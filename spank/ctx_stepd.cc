@@ -345,11 +345,13 @@ int stepd_init_post_opt(spank_t sp) {
     if (take_sampler_lock() == LockTake::taken) {
         slurm_verbose("stallscope: job %s step %s: another step of the job samples this node; no helper",
                       g_step.job_id.c_str(), step_label(g_step.step_id).c_str());
-        return 0;
+    } else {
+        choose_job_writer();
+        g_step.interval = interval;
+        g_step.enabled = true;
     }
-    choose_job_writer();
-    g_step.interval = interval;
-    g_step.enabled = true;
+    // The NCCL help goes to every recording step, also one whose node is sampled by another step (an
+    // srun inside a recording batch job is where NCCL runs).
     set_nccl_env(sp);
     return 0;
 }

@@ -104,7 +104,8 @@ echo "== seven 3-node jobs at once (${STEP} s steps)"
 # Job D: the helper of this job on this node (same UTS namespace = same node) is SIGKILLed on n3.
 KILL_OWN_HELPER='for p in $(pgrep -u $(id -u) -f "record --out-dir '"$W"'/[a-z]/stallscope-$SLURM_JOB_ID( |\$)"); do
   [ "$(readlink /proc/$p/ns/uts)" = "$(readlink /proc/self/ns/uts)" ] && kill -KILL $p; done'
-JA=$(as_user "$W/a" sbatch --parsable -N3 --stallscope=1 --wrap "srun -N3 sleep $STEP")
+JA=$(as_user "$W/a" env STALLSCOPE_NCCL_ENV=1 sbatch --parsable -N3 --stallscope=1 -o "$W/a/out" \
+    --wrap "srun -N3 sh -c 'echo NCCL_DEBUG_FILE=\$NCCL_DEBUG_FILE; sleep $STEP'")
 JC=$(as_user "$W/c" sbatch --parsable -N3 --stallscope=1 \
     --wrap "srun -N3 --overlap sleep $STEP & srun -N3 --overlap sleep $STEP & wait")
 JE=$(as_user "$W/e" sbatch --parsable -N3 --stallscope=1 --wrap "sleep 3; $KILL_OWN_HELPER; srun -N3 sleep $STEP")
@@ -172,6 +173,8 @@ check_job "$JA" "$W/a/stallscope-$JA" "sbatch + srun -N3"
 check "job $JA: the batch step wrote it" eval 'cat $NODE_LOGS | grep -q "job $JA step batch: job comment written"'
 check "job $JA: batch on n1, step 0 on n2 and n3, 3 verdicts" test "$(cd "$W/a/stallscope-$JA" && ls verdict.*.json | tr '\n' ' ')" = \
     "verdict.0.n2.json verdict.0.n3.json verdict.batch.n1.json "
+check "job $JA: the NCCL env help reached step 0 on every node, n1 included (sampled by the batch step)" \
+    test "$(grep -cxF "NCCL_DEBUG_FILE=$W/a/stallscope-$JA/nccl.%h.%p.log" "$W/a/out")" = 3
 check "job $JA: step 0 on n1 started no second sampler" \
     eval 'grep -q "job $JA step 0: another step of the job samples this node" "$D/nodes/n1/local/slurmd.log"'
 check_job "$JB" "$W/b/stallscope-$JB" "srun -N3 alone"
