@@ -55,7 +55,7 @@ done
 # ---- configuration -------------------------------------------------------------------------------
 NODELINES=""
 for i in $(seq 1 "$NODES"); do
-    NODELINES="${NODELINES}NodeName=n$i NodeAddr=$(node_addr "$i") CPUs=8 RealMemory=1000 Gres=gpu:4 State=UNKNOWN
+    NODELINES="${NODELINES}NodeName=n$i NodeAddr=$(node_addr "$i") CPUs=12 RealMemory=1000 Gres=gpu:4 State=UNKNOWN
 "
 done
 cat >"$D/etc/slurm.conf" <<CONF

@@ -11,6 +11,7 @@
 #   F  two srun --stallscope steps in a batch job that does not record: step 0 merges and writes, step 1
 #      keeps the comment, n1's epilog merges once at the end
 #   G  sbatch -N3 cancelled mid-step: no helper left, at most one write, a summary
+#   H  a job array of 2 tasks: each task is its own job, with its own single comment write
 # The comment writes are counted twice: the plugin's "job comment written" lines in the three slurmd
 # logs, and slurmctld's own log of AdminComment updates (SlurmctldDebug=debug).
 #
@@ -98,9 +99,9 @@ as_user() {
     mkdir -p "$dir" && chown "$U" "$dir"
     runuser -u "$U" -- env -C "$dir" "${JOBENV[@]}" "$@"
 }
-# Long enough for a verdict (min_step_seconds=30); the seven jobs share the nodes' 8 (configured) CPUs.
+# Long enough for a verdict (min_step_seconds=30); the nine jobs share the nodes' 12 (configured) CPUs.
 STEP=34
-echo "== seven 3-node jobs at once (${STEP} s steps)"
+echo "== eight 3-node jobs at once (${STEP} s steps)"
 # Job D: the helper of this job on this node (same UTS namespace = same node) is SIGKILLed on n3.
 KILL_OWN_HELPER='for p in $(pgrep -u $(id -u) -f "record --out-dir '"$W"'/[a-z]/stallscope-$SLURM_JOB_ID( |\$)"); do
   [ "$(readlink /proc/$p/ns/uts)" = "$(readlink /proc/self/ns/uts)" ] && kill -KILL $p; done'
@@ -110,6 +111,7 @@ JC=$(as_user "$W/c" sbatch --parsable -N3 --stallscope=1 \
     --wrap "srun -N3 --overlap sleep $STEP & srun -N3 --overlap sleep $STEP & wait")
 JE=$(as_user "$W/e" sbatch --parsable -N3 --stallscope=1 --wrap "sleep 3; $KILL_OWN_HELPER; srun -N3 sleep $STEP")
 JF=$(as_user "$W/f" sbatch --parsable -N3 --wrap "srun -N3 --stallscope=1 sleep 5; srun -N3 --stallscope=1 sleep 5")
+JH=$(as_user "$W/h" sbatch --parsable -N3 --stallscope=1 --array=1-2 --wrap "srun -N3 sleep 5")
 JG=$(as_user "$W/g" sbatch --parsable -N3 --stallscope=1 --wrap "srun -N3 sleep 300")
 as_user "$W/b" srun -N3 --stallscope=1 sh -c "[ \$SLURM_NODEID = 0 ] && echo JOBID=\$SLURM_JOB_ID; sleep $STEP" \
     >"$W/b.out" 2>&1 &
@@ -132,12 +134,16 @@ check "srun-only job B ($JB) exit 0" test "$RC_B" = 0 -a -n "$JB"
 check "srun-only job D ($JD) exit 0" test "$RC_D" = 0 -a -n "$JD"
 check "batch jobs A ($JA), C ($JC), E ($JE), F ($JF), G ($JG) finished" wait_until 60 \
     eval 'finished "$JA" && finished "$JC" && finished "$JE" && finished "$JF" && finished "$JG"'
+# The array's tasks, each its own job id (JobIDRaw).
+JH_TASKS=$(sacct -n -X -P -j "$JH" -o JobIDRaw 2>/dev/null | sort -n | tr '\n' ' ')
+check "array job $JH: 2 tasks ($JH_TASKS), both finished" \
+    wait_until 30 eval '[ "$(for t in $JH_TASKS; do finished "$t" && echo x; done | wc -l)" = 2 ]'
 JOBS_S=$(($(date +%s) - T_JOBS))
 check "A, C and E completed" test "$(sacct_field "$JA" State)$(sacct_field "$JC" State)$(sacct_field "$JE" State)" = \
     COMPLETEDCOMPLETEDCOMPLETED
 # The epilogs (every node) finish shortly after the job; give them a moment before counting.
 epilog_done() { ! compgen -G "$D/nodes/n*/local/stallscope-run/$1.*" >/dev/null; }
-for j in "$JA" "$JB" "$JC" "$JD" "$JE" "$JF" "$JG"; do
+for j in "$JA" "$JB" "$JC" "$JD" "$JE" "$JF" "$JG" $JH_TASKS; do
     check "job $j: every node's epilog removed its run-dir state" wait_until 30 epilog_done "$j"
 done
 
@@ -215,6 +221,22 @@ check "job $JG: no helper process left" no_helpers "$JG"
 check "job $JG: at most one comment write ($(plugin_writes "$JG")), at most one epilog summary" \
     eval '[ "$(plugin_writes "$JG")" -le 1 ] && [ "$(epilog_summaries "$JG")" -le 1 ]'
 check "job $JG: a summary.json, owned by $U" eval 'test -f "$W/g/stallscope-$JG/summary.json" && owned_by_user "$W/g/stallscope-$JG"'
+
+array_task_ok() {
+    [ "$(plugin_writes "$1")" = 1 ] && [[ "$(comment "$1")" =~ \ nodes=3\ .*file=$W/h/stallscope-$1/summary.json$ ]]
+}
+for t in $JH_TASKS; do
+    if [ "$t" != "$JH" ]; then
+        check "array task $t: its own comment, written once, for its own dir" array_task_ok "$t"
+    elif array_task_ok "$t"; then
+        ok "array task $t (id = the array's id): its own comment, written once (known bug fixed?)"
+    else
+        # Known bug (spank/comment_writer.cc, not this branch): `scontrol show job <id>` of the task whose
+        # id is the array's id lists every task of the array, so the AdminComment read is "ambiguous"
+        # and the writer leaves the comment alone (logged). Reported; not counted as a failure here.
+        echo "  XFAIL array task $t (id = the array's id): comment not written: $(grep -h "job $t: job comment not updated" $NODE_LOGS | sed 's/.*not updated: //' | head -n 1)"
+    fi
+done
 
 echo "== teardown"
 "$REPO/contrib/dev-cluster/down-multinode.sh" >/dev/null
