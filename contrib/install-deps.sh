@@ -13,6 +13,8 @@ packages=(
   clang libclang-rt-14-dev
   # the private Slurm cluster (tests/integration, README demo)
   slurmctld slurmd slurmdbd slurm-client munge mariadb-server slurm-wlm-mysql-plugin
+  # the multi-node cluster: network namespaces, veths, a bridge (unshare/nsenter: util-linux, essential)
+  iproute2
   # real Prometheus parts the sink tests talk to
   prometheus-node-exporter prometheus-alertmanager prometheus curl
 )

@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "helper/cli_args.h"
+#include "helper/job_finish.h"
 #include "helper/output_dir.h"
 #include "helper/output_fallback.h"
 #include "helper/output_sinks.h"
@@ -37,6 +38,9 @@ namespace {
 // data-loader stalls and NCCL init problems show) are seen at 1 s resolution.
 constexpr double kDenseStartSeconds = 10;
 constexpr double kDenseIntervalSeconds = 1;
+// How long the job's writer waits for the other helpers' verdicts (the plugin passes its own value,
+// always below its stop_timeout).
+constexpr double kDefaultMergeWaitSeconds = 5;
 
 // One sampler per node per job: a second step of the same job (srun inside sbatch) finds the lock
 // taken and leaves the sampling to the first. Returns -1 when the lock is held by someone else.
@@ -69,8 +73,8 @@ int run_record(int argc, char** argv, int first) {
     const ParsedArgs args =
         parse_args(argc, argv, first,
                    {"out-dir", "interval-seconds", "lock-file", "liveness-fd", "count", "prometheus-textfile",
-                    "alert-webhook-url", "rules", "driver-timeout"},
-                   {});
+                    "alert-webhook-url", "rules", "driver-timeout", "merge-wait-seconds"},
+                   {"job-writer"});
     if (!args.positional.empty()) throw UsageError("unexpected argument '" + args.positional.front() + "'");
     const auto requested_dir = args.value("out-dir");
     if (!requested_dir) throw UsageError("record needs --out-dir DIR");
@@ -87,6 +91,12 @@ int run_record(int argc, char** argv, int first) {
         // Children we might exec (nvidia-smi) must not keep the plugin waiting for EOF.
         if (::fcntl(liveness_fd, F_SETFD, FD_CLOEXEC) != 0) liveness_fd = -1;
     }
+    // The job's writer (chosen by the plugin) merges the job dir at its stop and writes the job segment.
+    const bool job_writer = args.has("job-writer");
+    const double merge_wait =
+        args.has("merge-wait-seconds")
+            ? parse_seconds("merge-wait-seconds", *args.value("merge-wait-seconds"), 0, 600)
+            : kDefaultMergeWaitSeconds;
     install_stop_handlers();
     // If slurmstepd dies, stop too (set after the uid drop, which clears it; spank-design.md 2.4).
     ::prctl(PR_SET_PDEATHSIG, SIGTERM);
@@ -182,7 +192,11 @@ int run_record(int argc, char** argv, int first) {
             append_line(sample_line);
         }
         sinks.publish(current, profile, profiler.last_rates());
-        gpu_count = std::max<int>(gpu_count, static_cast<int>(current.gpus.size()));
+        // Measured GPUs only: a GPU Slurm allocated but NVML never answered for is not counted.
+        gpu_count = std::max<int>(
+            gpu_count,
+            static_cast<int>(std::count_if(current.gpus.begin(), current.gpus.end(),
+                                           [](const auto& g) { return g.utilization_pct.has_value(); })));
         if (max_samples > 0 && n + 1 >= max_samples) break;
         const double planned = (monotonic_now() - started < kDenseStartSeconds)
                                    ? std::min(interval, kDenseIntervalSeconds)
@@ -223,8 +237,16 @@ int run_record(int argc, char** argv, int first) {
                                    true, error))
             std::fprintf(stderr, "stallscope: verdict: %s\n", error.c_str());
     }
-    write_segment(liveness_fd,
-                  compose_comment_segment(verdict, gpu_count, profiler.last_sample()->host, verdict_file));
+    const int allocated_gpus = allocated_gpus_from_slurm_env();
+    std::string segment = compose_comment_segment(verdict, gpu_count, profiler.last_sample()->host,
+                                                  verdict_file, allocated_gpus);
+    if (job_writer) {
+        // Merge the shared job dir (where the other nodes write), not a private fallback of ours.
+        JobFinish job = finish_job(out.path, merge_wait, allocated_gpus);
+        for (const auto& w : job.warnings) std::fprintf(stderr, "stallscope: %s\n", w.c_str());
+        if (!job.segment.empty()) segment = job.segment;
+    }
+    write_segment(liveness_fd, segment);
     sinks.close();
     return 0;
 }

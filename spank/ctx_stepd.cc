@@ -1,15 +1,20 @@
 // slurmstepd (S_CTX_REMOTE): decide, start the helper in user_init, stop it in the last task_exit,
 // write the job comment in exit. Lifecycle and identities: research/spank-design.md §0, §1.3, §2.4-2.6.
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
 #include "spank/comment.h"
 #include "spank/helper_spec.h"
+#include "spank/job_writer.h"
 #include "spank/nccl_env.h"
 #include "spank/option.h"
 #include "spank/plugin.h"
@@ -21,7 +26,7 @@ namespace stallscope::spank {
 namespace {
 
 constexpr uint32_t kInteractiveStep = 0xfffffffa;  // slurm.h SLURM_INTERACTIVE_STEP
-constexpr uint32_t kBatchStep = 0xfffffffb;        // SLURM_BATCH_SCRIPT
+constexpr uint32_t kBatchStep = kBatchStepId;      // SLURM_BATCH_SCRIPT
 constexpr uint32_t kExternStep = 0xfffffffc;       // SLURM_EXTERN_CONT
 
 // One slurmstepd process = one step on one node, so plain statics are this step's state.
@@ -39,7 +44,10 @@ struct StepState {
     std::string out_dir;
     std::string cwd;  // PWD of the step env
     HelperProcess helper;
-    std::string segment;  // sanitized line from the helper, "" if none
+    std::string segment;      // sanitized line from the helper, "" if none
+    bool job_writer = false;  // this step writes the job comment (job_writer.h)
+    bool job_merge = false;   // ... and its helper merges the job dir first (--job-writer)
+    int lock_fd = -1;         // the node's sampler lock, flocked by this slurmstepd while its helper runs
 };
 StepState g_step;
 
@@ -140,12 +148,11 @@ bool get_identity(spank_t sp) {
     return true;
 }
 
-// Root-side preparation (init_post_opt runs as root): run dir for the helper's lock, root-owned state
-// for job_epilog. The first step on the node creates the state; later steps reuse it.
+// Root-side preparation (init_post_opt runs as root): root-owned state for job_epilog. The first
+// step on the node creates the state; later steps reuse it.
 bool prepare_run_dir() {
     const PluginConfig& c = g_step.config;
     std::string err = make_root_dir(c.run_dir);
-    if (err.empty()) err = make_user_dir(job_run_dir(c, g_step.job_id), g_step.user.uid, g_step.user.gid);
     std::string state_file = state_path(c.run_dir, g_step.job_id);
     struct stat st {};
     if (err.empty() && lstat(state_file.c_str(), &st) != 0) {
@@ -157,6 +164,61 @@ bool prepare_run_dir() {
         return false;
     }
     return true;
+}
+
+enum class LockTake { held, taken, failed };
+
+// One sampler per node per job: the lock is a root-owned 0600 file in the root-owned run_dir (nothing
+// the job can fill or replace), flocked by this slurmstepd (root, in init_post_opt) for as long as
+// its helper runs. A second step of the job on this node finds it taken and starts no helper.
+LockTake take_sampler_lock() {
+    const std::string path = lock_path(g_step.config.run_dir, g_step.job_id);
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    struct stat st {};
+    if (fd < 0 || ::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != 0 ||
+        (st.st_mode & 077) != 0) {
+        slurm_error("stallscope: job %s: sampler lock %s: %s; sampling without de-duplication",
+                    g_step.job_id.c_str(), path.c_str(),
+                    fd < 0 ? std::strerror(errno) : "not a root-owned 0600 file");
+        if (fd >= 0) ::close(fd);
+        return LockTake::failed;
+    }
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        const int err = errno;
+        ::close(fd);
+        if (err == EWOULDBLOCK) return LockTake::taken;
+        slurm_error("stallscope: job %s: sampler lock %s: %s; sampling without de-duplication",
+                    g_step.job_id.c_str(), path.c_str(), std::strerror(err));
+        return LockTake::failed;
+    }
+    g_step.lock_fd = fd;
+    return LockTake::held;
+}
+
+void release_sampler_lock() {
+    if (g_step.lock_fd >= 0) ::close(g_step.lock_fd);  // closing drops the flock
+    g_step.lock_fd = -1;
+}
+
+// Is this step's helper the job's writer (job_writer.h)? The batch step leaves a root-owned mark so
+// that the srun steps on its node leave the comment to it; the writer's node is marked for job_epilog.
+void choose_job_writer() {
+    const PluginConfig& c = g_step.config;
+    std::string err;
+    if (g_step.step_id == kBatchStep) err = write_root_file(batch_mark_path(c.run_dir, g_step.job_id), "1");
+    std::string ignored;
+    const bool batch_here = g_step.step_id != kBatchStep &&
+                            read_root_file(batch_mark_path(c.run_dir, g_step.job_id), &ignored).has_value();
+    g_step.job_writer = is_job_writer(g_step.step_id, g_step.node_id, batch_here);
+    // A job of many srun steps (no recording batch step) must not merge its growing job dir at every
+    // step's end (O(steps^2) reads): only the first writing step merges; later steps write their own
+    // segment when it says more, and job_epilog merges once at the end (the summary is then stale).
+    const bool comment_written =
+        read_root_file(comment_mark_path(c.run_dir, g_step.job_id), &ignored).has_value();
+    g_step.job_merge = g_step.job_writer && (g_step.step_id == kBatchStep || !comment_written);
+    if (err.empty() && g_step.job_writer)
+        err = write_root_file(writer_mark_path(c.run_dir, g_step.job_id), "1");
+    if (!err.empty()) slurm_error("stallscope: job %s: %s", g_step.job_id.c_str(), err.c_str());
 }
 
 // A helper that was gone before the step ended without leaving a verdict (SIGKILL, OOM kill, crash):
@@ -226,13 +288,18 @@ void stop_and_collect() {
 // completes the allocation as soon as it hears of it; by slurm_spank_exit the job is finished
 // (scontrol update then fails, §0.5) and the job's kill sequence SIGTERMs whatever stepd started.
 //
-// Every recorded step ends with a verdict, and a comment write costs 4 scontrol calls (~50-200 ms at the
-// step's end, and RPCs to slurmctld): a job of 200 short steps must not pay that 200 times. So the
-// comment keeps the most telling step verdict (comment_rank), and a later step rewrites it only when
-// its verdict says more; this node remembers what it wrote in a root-owned mark file.
+// Only the job's writer writes (job_writer.h): its helper's line is the merged job segment, so a batch
+// job gets exactly one comment write, whatever its node count. Other steps' segments are only logged.
+// An srun-only or salloc job has one writer per step (node 0): a comment write costs 4 scontrol calls,
+// and a job of 200 short steps must not pay that 200 times, so a later step rewrites the comment only
+// when its verdict says more (comment_rank), remembered in a root-owned mark file on this node.
 void write_comment() {
-    bool writer = g_step.step_id == kBatchStep || g_step.node_id == 0;
-    if (g_step.segment.empty() || !writer || g_step.config.comment == CommentTarget::none) return;
+    if (g_step.segment.empty() || g_step.config.comment == CommentTarget::none) return;
+    if (!g_step.job_writer) {
+        slurm_verbose("stallscope: job %s step %s: node verdict: %s", g_step.job_id.c_str(),
+                      step_label(g_step.step_id).c_str(), g_step.segment.c_str());
+        return;
+    }
     const std::string mark = comment_mark_path(g_step.config.run_dir, g_step.job_id);
     const int rank = comment_rank(g_step.segment);
     std::string ignored;
@@ -247,6 +314,9 @@ void write_comment() {
         slurm_error("stallscope: job %s: job comment not updated: %s", g_step.job_id.c_str(), err.c_str());
         return;
     }
+    // Counted by tests/integration/multinode_tests.sh (one write per job): keep the wording.
+    slurm_info("stallscope: job %s step %s: job comment written: %s", g_step.job_id.c_str(),
+               step_label(g_step.step_id).c_str(), g_step.segment.c_str());
     err = write_root_file(mark, std::to_string(rank));
     if (!err.empty()) slurm_error("stallscope: job %s: %s", g_step.job_id.c_str(), err.c_str());
 }
@@ -272,8 +342,16 @@ int stepd_init_post_opt(spank_t sp) {
                    g_step.cwd};
     g_step.out_dir = resolve_output_dir(g_step.config, facts);
     if (!prepare_run_dir()) return 0;
-    g_step.interval = interval;
-    g_step.enabled = true;
+    if (take_sampler_lock() == LockTake::taken) {
+        slurm_verbose("stallscope: job %s step %s: another step of the job samples this node; no helper",
+                      g_step.job_id.c_str(), step_label(g_step.step_id).c_str());
+    } else {
+        choose_job_writer();
+        g_step.interval = interval;
+        g_step.enabled = true;
+    }
+    // The NCCL help goes to every recording step, also one whose node is sampled by another step (an
+    // srun inside a recording batch job is where NCCL runs).
     set_nccl_env(sp);
     return 0;
 }
@@ -289,7 +367,12 @@ int stepd_user_init(spank_t sp) {
     set_env(env, "SLURM_STEP_ID", step_label(g_step.step_id));
     set_env(env, "SLURM_NODEID", std::to_string(g_step.node_id));
     std::vector<std::string> argv =
-        record_argv(g_step.config, g_step.out_dir, g_step.interval, g_step.job_id);
+        without_lock_file(record_argv(g_step.config, g_step.out_dir, g_step.interval, g_step.job_id));
+    if (g_step.job_merge) {
+        argv.push_back("--job-writer");
+        argv.push_back("--merge-wait-seconds");
+        argv.push_back(std::to_string(merge_wait_for(g_step.config.stop_timeout)));
+    }
     std::string error;
     std::optional<HelperProcess> helper = spawn_helper(argv, env, g_step.user, &error);
     if (!helper) {
@@ -297,12 +380,16 @@ int stepd_user_init(spank_t sp) {
                     g_step.job_id.c_str(), step_label(g_step.step_id).c_str(), argv[0].c_str(),
                     error.c_str());
         g_step.enabled = false;
+        release_sampler_lock();
         return 0;
     }
     g_step.helper = *helper;
-    slurm_verbose("stallscope: job %s step %s: helper pid %d started in %ld us (interval %us, out %s)",
+    slurm_verbose("stallscope: job %s step %s: helper pid %d started in %ld us (interval %us, out %s%s)",
                   g_step.job_id.c_str(), step_label(g_step.step_id).c_str(), helper->pid, now_us() - t0,
-                  g_step.interval, g_step.out_dir.c_str());
+                  g_step.interval, g_step.out_dir.c_str(),
+                  g_step.job_merge    ? ", job writer"
+                  : g_step.job_writer ? ", comment writer"
+                                      : "");
     return 0;
 }
 
@@ -312,6 +399,7 @@ int stepd_task_exit(spank_t) {
     // only place for a graceful stop.
     if (++g_step.exited_tasks < g_step.local_tasks || g_step.helper.read_fd < 0) return 0;
     stop_and_collect();
+    release_sampler_lock();
     write_comment();
     return 0;
 }
@@ -319,6 +407,7 @@ int stepd_task_exit(spank_t) {
 int stepd_exit(spank_t) {
     if (g_step.enabled)
         kill_helper(g_step.helper);  // no task_exit ran (launch failure): nothing graceful left
+    release_sampler_lock();
     return 0;
 }
 

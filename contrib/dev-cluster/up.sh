@@ -76,24 +76,7 @@ NodeName=$NODE NodeAddr=127.0.0.1 CPUs=4 RealMemory=1000 Gres=gpu:4 State=UNKNOW
 PartitionName=debug Nodes=$NODE Default=YES MaxTime=INFINITE State=UP
 CONF
 echo "Name=gpu File=/dev/tty[0-3]" >"$D/etc/gres.conf"
-DBPASS=stallscope-ci
-umask 077
-cat >"$D/etc/slurmdbd.conf" <<CONF
-AuthType=auth/munge
-DbdHost=localhost
-DbdAddr=127.0.0.1
-DbdPort=$DBD_PORT
-SlurmUser=root
-PidFile=$D/run/slurmdbd.pid
-LogFile=$D/log/slurmdbd.log
-StorageType=accounting_storage/mysql
-StorageHost=127.0.0.1
-StoragePort=$DB_PORT
-StorageUser=slurm
-StoragePass=$DBPASS
-StorageLoc=slurm_acct_db
-CONF
-umask 022
+write_dbd_conf
 # plugstack.conf: tests rewrite it between jobs (slurmstepd and srun re-read it at every launch).
 PLUGSTACK_ARGS=${STALLSCOPE_PLUGSTACK_ARGS:-}
 old_plugstack=$(cat "$D/etc/plugstack.conf.default" 2>/dev/null || true)
@@ -104,50 +87,8 @@ cp "$D/etc/plugstack.conf" "$D/etc/plugstack.conf.default"
 # slurmd decides at start-up whether any SPANK plugin has a job_epilog hook; restart it on a change.
 [ "$old_plugstack" = "$(cat "$D/etc/plugstack.conf")" ] || stop_pidfile slurmd
 
-# ---- munge ---------------------------------------------------------------------------------------
-# Slurm 22.05's slurmdbd clients (sacctmgr, sacct) ignore AuthInfo=socket= and always talk to the
-# default socket, so the cluster uses /run/munge/munge.socket.2: a munged already serving it is reused
-# (never touched), otherwise up.sh starts one with a private key and down.sh stops it.
-MUNGE_SOCK=/run/munge/munge.socket.2
-if ! munge -n >/dev/null 2>&1; then
-    if [ ! -f "$D/munge/munge.key" ]; then
-        dd if=/dev/urandom of="$D/munge/munge.key" bs=1024 count=1 status=none
-        chmod 400 "$D/munge/munge.key"
-    fi
-    mkdir -p /run/munge && chmod 755 /run/munge
-    start munged "$(command -v munged)" -F --force --key-file="$D/munge/munge.key" --socket="$MUNGE_SOCK" \
-        --pid-file="$D/run/munged.pid" --seed-file="$D/munge/seed" --log-file="$D/log/munged.log"
-    wait_for 10 munge munge -n || die "munged did not come up; see $D/log/munged.log"
-fi
-
-# ---- MariaDB on a private port/socket -------------------------------------------------------------
-SOCK=$D/run/mysql.sock
-if [ ! -d "$D/db/mysql" ]; then
-    mariadb-install-db --no-defaults --datadir="$D/db" --user=root --skip-test-db \
-        --auth-root-authentication-method=socket >"$D/log/mariadb-install.log" 2>&1 ||
-        die "mariadb-install-db failed; see $D/log/mariadb-install.log"
-fi
-start mariadbd "$(command -v mariadbd)" --no-defaults --datadir="$D/db" --user=root --port="$DB_PORT" \
-    --bind-address=127.0.0.1 --socket="$SOCK" --pid-file="$D/run/mariadbd.pid" --skip-log-bin \
-    --innodb-buffer-pool-size=64M --innodb-log-file-size=16M --innodb-lock-wait-timeout=900 \
-    --log-error="$D/log/mariadbd.log"
-wait_for 30 mariadb mariadb --no-defaults -S "$SOCK" -uroot -e 'select 1' ||
-    die "mariadbd did not come up; see $D/log/mariadbd.log"
-mariadb --no-defaults -S "$SOCK" -uroot -e "
-  CREATE USER IF NOT EXISTS 'slurm'@'127.0.0.1' IDENTIFIED BY '$DBPASS';
-  CREATE USER IF NOT EXISTS 'slurm'@'localhost' IDENTIFIED BY '$DBPASS';
-  GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1';
-  GRANT ALL ON slurm_acct_db.* TO 'slurm'@'localhost';" || die "cannot create the slurm DB user"
-
-# ---- slurmdbd, accounts, slurmctld, slurmd --------------------------------------------------------
-start slurmdbd "$(command -v slurmdbd)" -D
-wait_for 60 slurmdbd sacctmgr -n list cluster ||
-    die "slurmdbd did not answer within 60 s; see $D/log/slurmdbd.log"
-if ! sacctmgr -n -P list cluster format=cluster | grep -qx stallscope-ci; then
-    sacctmgr -i add cluster stallscope-ci >/dev/null
-    sacctmgr -i add account ci Description=ci Organization=ci >/dev/null
-    sacctmgr -i add user root,"$CLUSTER_USER" account=ci >/dev/null
-fi
+boot_munge
+boot_db_and_dbd stallscope-ci
 start slurmctld "$(command -v slurmctld)" -D -i
 wait_for 30 slurmctld scontrol ping || die "slurmctld did not answer within 30 s; see $D/log/slurmctld.log"
 start slurmd "$(command -v slurmd)" -D -N "$NODE"

@@ -3,6 +3,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <sstream>
 
 namespace stallscope {
@@ -40,10 +41,89 @@ std::string decode(const std::string& text) {
     return out;
 }
 
+std::string gpu_field(int measured, int allocated) {
+    return std::to_string(measured) + (allocated >= 0 ? "/" + std::to_string(allocated) : "");
+}
+
+// "a,b,c" with at most `budget` characters: whole hosts only, the rest counted as "+N".
+std::string host_list(const std::vector<std::string>& hosts, std::size_t budget) {
+    std::string out;
+    for (std::size_t i = 0; i < hosts.size(); ++i) {
+        const std::string item = (out.empty() ? "" : ",") + encode(hosts[i]);
+        const std::string rest = "+" + std::to_string(hosts.size() - i);
+        if (out.size() + item.size() + (i + 1 < hosts.size() ? rest.size() + 1 : 0) > budget)
+            return out + (out.empty() ? "" : ",") + rest;
+        out += item;
+    }
+    return out;
+}
+
+std::vector<std::string> split_list(const std::string& value) {
+    std::vector<std::string> out;
+    std::size_t start = 0;
+    while (start <= value.size()) {
+        const auto comma = value.find(',', start);
+        const std::string item = decode(value.substr(start, comma - start));
+        if (!item.empty()) out.push_back(item);
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+    }
+    return out;
+}
+
+// Counts the comma-separated ids of a GPU list such as "0,1" (Slurm may also write "0-3").
+int count_gpu_ids(const std::string& list) {
+    int n = 0;
+    for (const std::string& item : split_list(list)) {
+        const auto dash = item.find('-');
+        if (dash == std::string::npos) {
+            ++n;
+            continue;
+        }
+        const long lo = std::strtol(item.c_str(), nullptr, 10),
+                   hi = std::strtol(item.c_str() + dash + 1, nullptr, 10);
+        n += hi >= lo ? static_cast<int>(hi - lo + 1) : 1;
+    }
+    return n;
+}
+
 }  // namespace
 
+int allocated_gpus_from_slurm_env() {
+    for (const char* name : {"SLURM_STEP_GPUS", "SLURM_JOB_GPUS"})
+        if (const char* v = std::getenv(name); v && *v) return count_gpu_ids(v);
+    if (const char* v = std::getenv("SLURM_GPUS_ON_NODE"); v && *v) {
+        char* end = nullptr;
+        const long n = std::strtol(v, &end, 10);
+        if (end && *end == '\0' && n >= 0 && n < 100000) return static_cast<int>(n);
+    }
+    return -1;
+}
+
+std::string compose_job_comment_segment(const JobCommentFacts& f) {
+    char conf[16];
+    std::snprintf(conf, sizeof conf, "%.2f", f.confidence);
+    std::string head = std::string(kCommentPrefix) + encode(f.label) + " conf=" + conf;
+    if (!f.top.empty()) head += " top=" + encode(f.top);
+    head += " nodes=" + std::to_string(f.nodes);
+    std::string tail = " gpus=" + gpu_field(f.gpus_measured, f.gpus_allocated) +
+                       " dur=" + std::to_string(static_cast<long long>(std::llround(f.duration_seconds)));
+    if (!f.node.empty()) tail += " node=" + encode(f.node);
+    const std::string file = f.file.empty() ? "" : " file=" + encode(f.file);
+    // The host lists share what is left of a typical 256-character segment; a long file= path
+    // may still push the segment past it, never past kCommentMaxLength.
+    const std::size_t fixed = head.size() + tail.size() + file.size() + 24;
+    const std::size_t budget = fixed < 256 ? (256 - fixed) / 2 : 16;
+    if (!f.missing.empty()) head += " missing=" + host_list(f.missing, budget);
+    if (!f.stragglers.empty()) head += " stragglers=" + host_list(f.stragglers, budget);
+    std::string s = head + tail;
+    if (s.size() + file.size() <= kCommentMaxLength) s += file;
+    if (s.size() > kCommentMaxLength) s.resize(kCommentMaxLength);
+    return s;
+}
+
 std::string compose_comment_segment(const StepVerdict& verdict, int gpu_count, const std::string& node,
-                                    const std::string& verdict_path) {
+                                    const std::string& verdict_path, int allocated_gpus) {
     char conf[16];
     std::snprintf(conf, sizeof conf, "%.2f", verdict.confidence);
     std::string s = std::string(kCommentPrefix) + encode(verdict.label) + " conf=" + conf;
@@ -53,7 +133,7 @@ std::string compose_comment_segment(const StepVerdict& verdict, int gpu_count, c
     } else if (!verdict.unknown_reasons.empty()) {
         s += " top=" + encode(verdict.unknown_reasons.front());
     }
-    s += " gpus=" + std::to_string(gpu_count);
+    s += " gpus=" + gpu_field(gpu_count, allocated_gpus);
     s += " dur=" + std::to_string(static_cast<long long>(std::llround(verdict.duration_seconds())));
     if (!node.empty()) s += " node=" + encode(node);
     const std::string file = " file=" + encode(verdict_path);
@@ -83,8 +163,16 @@ std::optional<CommentSegment> parse_comment_segment(const std::string& comment) 
                 seg.confidence = std::stod(value);
             else if (key == "top")
                 seg.top = decode(value);
-            else if (key == "gpus")
+            else if (key == "gpus") {
                 seg.gpus = std::stoi(value);
+                if (const auto slash = value.find('/'); slash != std::string::npos)
+                    seg.gpus_allocated = std::stoi(value.substr(slash + 1));
+            } else if (key == "nodes")
+                seg.nodes = std::stoi(value);
+            else if (key == "missing")
+                seg.missing = split_list(value);
+            else if (key == "stragglers")
+                seg.stragglers = split_list(value);
             else if (key == "dur")
                 seg.duration_seconds = std::stod(value);
             else if (key == "node")

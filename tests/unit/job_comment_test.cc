@@ -79,3 +79,65 @@ TEST_CASE("our segment followed by another tool's segment (joined with '; ' by t
     CHECK(seg->file == "/a/v.json");
     CHECK(seg->duration_seconds == 60);
 }
+
+TEST_CASE("a node segment shows GPUs as measured/allocated when Slurm allocated some") {
+    const auto s = compose_comment_segment(slow_verdict(), 0, "n1", "", 2);
+    CHECK(s.find(" gpus=0/2 ") != std::string::npos);
+    auto seg = parse_comment_segment(s);
+    REQUIRE(seg);
+    CHECK(seg->gpus == 0);
+    CHECK(seg->gpus_allocated == 2);
+    CHECK(parse_comment_segment("stallscope/1 FAST conf=0.9 gpus=8")->gpus_allocated == -1);
+}
+
+TEST_CASE(
+    "the job segment names the root cause with its node, missing and straggler nodes, and parses back") {
+    JobCommentFacts f;
+    f.label = kLabelFailRisk;
+    f.confidence = 0.9;
+    f.top = "fabric_port_down:n2:mlx5_0/1";
+    f.nodes = 3;
+    f.missing = {"n3"};
+    f.stragglers = {"n1"};
+    f.gpus_measured = 16;
+    f.duration_seconds = 120.4;
+    f.node = "n2";
+    f.file = "/scratch/u/stallscope-7/summary.json";
+    const auto s = compose_job_comment_segment(f);
+    CHECK(
+        s ==
+        "stallscope/1 FAIL_RISK conf=0.90 top=fabric_port_down:n2:mlx5_0/1 nodes=3 missing=n3 stragglers=n1 "
+        "gpus=16 dur=120 node=n2 file=/scratch/u/stallscope-7/summary.json");
+    const auto seg = parse_comment_segment("JS1:abc; " + s + "; other=1");
+    REQUIRE(seg);
+    CHECK(seg->label == "FAIL_RISK");
+    CHECK(seg->top == "fabric_port_down:n2:mlx5_0/1");
+    CHECK(seg->nodes == 3);
+    CHECK(seg->missing == std::vector<std::string>{"n3"});
+    CHECK(seg->stragglers == std::vector<std::string>{"n1"});
+    CHECK(seg->node == "n2");
+    CHECK(seg->file == "/scratch/u/stallscope-7/summary.json");
+}
+
+TEST_CASE("a job segment with 1000 straggler and missing nodes stays short: whole names, then a count") {
+    JobCommentFacts f;
+    f.label = kLabelSlow;
+    f.nodes = 2000;
+    for (int i = 0; i < 1000; ++i) {
+        f.missing.push_back("gpu-node-" + std::to_string(i));
+        f.stragglers.push_back("gpu-node-" + std::to_string(1000 + i));
+    }
+    f.file = "/p/summary.json";
+    const auto s = compose_job_comment_segment(f);
+    CHECK(s.size() <= 256);
+    CHECK(s.find(" file=/p/summary.json") != std::string::npos);
+    const auto seg = parse_comment_segment(s);
+    REQUIRE(seg);
+    REQUIRE(seg->missing.size() >= 2);
+    CHECK(seg->missing.front() == "gpu-node-0");
+    CHECK(seg->missing.back().rfind('+', 0) == 0);  // "+N" more
+    const int shown = static_cast<int>(seg->missing.size()) - 1;
+    CHECK(seg->missing.back() == "+" + std::to_string(1000 - shown));
+    f.file = "/" + std::string(3000, 'a');
+    CHECK(compose_job_comment_segment(f).size() <= kCommentMaxLength);
+}

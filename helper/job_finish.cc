@@ -1,0 +1,159 @@
+#include "helper/job_finish.h"
+
+#include <dirent.h>
+#include <time.h>
+
+#include <algorithm>
+#include <memory>
+#include <set>
+
+#include "helper/stop_signal.h"
+#include "libstallscope/model/profile.h"
+#include "libstallscope/util/atomic_file.h"
+
+namespace stallscope::cli {
+
+namespace {
+
+constexpr double kPollSeconds = 0.1;
+
+bool starts_with(const std::string& s, const std::string& prefix) {
+    return s.size() >= prefix.size() && s.compare(0, prefix.size(), prefix) == 0;
+}
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// A plain nanosleep: the stop path runs after SIGTERM, when sleep_until returns at once.
+void pause_seconds(double seconds) {
+    timespec ts{static_cast<time_t>(seconds),
+                static_cast<long>((seconds - static_cast<time_t>(seconds)) * 1e9)};
+    ::nanosleep(&ts, nullptr);
+}
+
+int label_rank(const std::string& label) {
+    if (label == kLabelFailRisk) return 3;
+    if (label == kLabelSlow) return 2;
+    if (label == kLabelFast) return 1;
+    return 0;
+}
+
+// "host" or "host:subject" (merged reasons carry their node in front of the subject).
+std::string host_of_subject(const std::string& subject, const std::set<std::string>& hosts) {
+    const std::string host = subject.substr(0, subject.find(':'));
+    return hosts.count(host) ? host : "";
+}
+
+}  // namespace
+
+std::vector<std::string> hosts_without_verdict(const std::string& dir) {
+    std::set<std::string> timelines, verdicts;
+    std::unique_ptr<DIR, int (*)(DIR*)> d(::opendir(dir.c_str()), ::closedir);
+    if (!d) return {};
+    while (const dirent* e = ::readdir(d.get())) {
+        const std::string name = e->d_name;
+        if (starts_with(name, "timeline.") && ends_with(name, ".jsonl"))
+            timelines.insert(name.substr(9, name.size() - 9 - 6));
+        else if (starts_with(name, "verdict.") && ends_with(name, ".json"))
+            verdicts.insert(name.substr(8, name.size() - 8 - 5));
+    }
+    std::set<std::string> hosts;
+    for (const std::string& stem : timelines)
+        if (!verdicts.count(stem)) {
+            const auto dot = stem.find('.');  // "<step>.<host>"
+            hosts.insert(dot == std::string::npos ? stem : stem.substr(dot + 1));
+        }
+    return {hosts.begin(), hosts.end()};
+}
+
+std::vector<std::string> wait_for_verdicts(const std::string& dir, double wait_seconds) {
+    const double deadline = monotonic_now() + wait_seconds;
+    for (;;) {
+        std::vector<std::string> missing = hosts_without_verdict(dir);
+        if (missing.empty() || monotonic_now() + kPollSeconds > deadline) return missing;
+        pause_seconds(kPollSeconds);
+    }
+}
+
+bool write_job_summary(const std::string& dir, const JobReport& report, std::string& error) {
+    return write_file_atomically(dir + "/summary.json", job_report_json(report).dump(2) + "\n", true,
+                                 error) &&
+           write_file_atomically(dir + "/summary.txt", job_report_text(report), true, error);
+}
+
+JobCommentFacts job_comment_facts(const JobReport& report, const std::vector<std::string>& missing,
+                                  const std::string& summary_path) {
+    JobCommentFacts f;
+    const StepVerdict& v = report.verdict;
+    f.label = v.label;
+    f.confidence = v.confidence;
+    f.duration_seconds = v.duration_seconds();
+    std::set<std::string> hosts;
+    for (const auto& n : report.nodes)
+        if (!n.host.empty()) hosts.insert(n.host);
+    for (const auto& h : missing) hosts.insert(h);
+    f.nodes = static_cast<int>(hosts.size());
+    f.missing = missing;
+    // The root cause: the first (earliest) reason pushing towards the job's label; a straggler is
+    // named in stragglers= instead unless nothing else explains the label.
+    const ReasonSummary* top = nullptr;
+    for (const bool allow_straggler : {false, true}) {
+        for (const auto& r : v.reasons)
+            if (label_rank(r.reason.label) == label_rank(v.label) &&
+                (allow_straggler || r.reason.code != "node_straggler")) {
+                top = &r;
+                break;
+            }
+        if (top) break;
+    }
+    if (!top && !v.reasons.empty()) top = &v.reasons.front();
+    if (top)
+        f.top = top->reason.code + (top->reason.subject.empty() ? "" : ":" + top->reason.subject);
+    else if (!v.unknown_reasons.empty())
+        f.top = v.unknown_reasons.front();
+    f.node = top ? host_of_subject(top->reason.subject, hosts) : "";
+    if (f.node.empty()) f.node = report.worst_node;
+    std::set<std::string> stragglers;
+    for (const auto& r : v.reasons)
+        if (r.reason.code == "node_straggler") {
+            const std::string host = host_of_subject(r.reason.subject, hosts);
+            if (!host.empty()) stragglers.insert(host);
+        }
+    if (!report.straggler_node.empty()) stragglers.insert(report.straggler_node);
+    f.stragglers.assign(stragglers.begin(), stragglers.end());
+    f.gpus_measured = static_cast<int>(report.gpus.size());
+    f.file = summary_path;
+    return f;
+}
+
+JobFinish finish_job(const std::string& dir, double merge_wait_seconds, int allocated_gpus_per_node) {
+    JobFinish out;
+    const std::vector<std::string> missing = wait_for_verdicts(dir, merge_wait_seconds);
+    const JobReport report = build_job_report({dir});
+    if (report.nodes.empty()) {
+        out.warnings.push_back("job merge: no readable timeline in " + dir);
+        return out;
+    }
+    std::string error;
+    std::string summary = dir + "/summary.json";
+    if (!write_job_summary(dir, report, error)) {
+        out.warnings.push_back("job summary: " + error);
+        summary.clear();
+    }
+    JobCommentFacts facts = job_comment_facts(report, missing, summary);
+    // Allocated GPUs are only known per node (the Slurm variables of this helper's step); a job-level
+    // figure is claimed only for a single-node job.
+    if (facts.nodes == 1) facts.gpus_allocated = allocated_gpus_per_node;
+    out.segment = compose_job_comment_segment(facts);
+    if (!missing.empty()) {
+        std::string list;
+        for (const auto& h : missing) list += (list.empty() ? "" : ", ") + h;
+        out.warnings.push_back("job merge: no verdict after " +
+                               std::to_string(merge_wait_seconds).substr(0, 4) + " s from " + list +
+                               " (helper still finishing or dead)");
+    }
+    return out;
+}
+
+}  // namespace stallscope::cli
