@@ -1,5 +1,6 @@
 #include "spank/comment.h"
 
+#include <optional>
 #include <vector>
 
 namespace stallscope::spank {
@@ -103,11 +104,35 @@ ScontrolAdminComment parse_scontrol_admin_comment(std::string_view multi_line, s
     ScontrolAdminComment result;  // ambiguous until proven otherwise
     while (!one_line.empty() && one_line.back() == '\n') one_line.remove_suffix(1);
     std::string first = "JobId=" + std::string(job_id) + " ";
+    // Job arrays: `scontrol show job <array id>` prints every task of the array, one record each
+    // (one line each with -o, blank-line separated blocks without). Only the record whose JobId is
+    // exactly ours is read; zero or two such records (a forged "\nJobId=<id> " in a name) are ambiguous.
     // WorkDir is fixed at submission: a newline in it shows in every one-liner, so the check below
-    // cannot be raced (JobName and Comment can change between the two calls, WorkDir cannot).
-    if (one_line.find('\n') != std::string_view::npos) return result;
-    if (one_line.substr(0, first.size()) != first) return result;
-    if (multi_line.substr(0, first.size()) != first) return result;
+    // cannot be raced (JobName and Comment can change between the two calls, WorkDir cannot). A line
+    // of the one-liner output that is not a record start means some field holds a newline: ambiguous.
+    std::optional<std::string_view> our_line;
+    for (std::string_view line : split_lines(one_line)) {
+        if (line.substr(0, 6) != "JobId=") return result;
+        if (line.substr(0, first.size()) != first) continue;
+        if (our_line) return result;
+        our_line = line;
+    }
+    if (!our_line) return result;
+    one_line = *our_line;
+    std::optional<std::string_view> our_block;
+    for (std::string_view rest = multi_line; !rest.empty();) {
+        while (!rest.empty() && rest.front() == '\n') rest.remove_prefix(1);  // the blank separator lines
+        const auto gap = rest.find("\n\n");
+        const std::string_view block = rest.substr(0, gap == std::string_view::npos ? rest.size() : gap + 1);
+        if (block.substr(0, first.size()) == first) {
+            if (our_block) return result;
+            our_block = block;
+        }
+        if (gap == std::string_view::npos) break;
+        rest.remove_prefix(gap + 2);
+    }
+    if (!our_block) return result;
+    multi_line = *our_block;
     constexpr std::string_view kWorkDir = "   WorkDir=", kAdmin = "   AdminComment=";
     std::vector<std::string_view> lines = split_lines(multi_line);
     std::size_t workdir_line = 0, workdir_count = 0, admin_line = 0, admin_count = 0;

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -125,9 +126,11 @@ int epilog_job_epilog(spank_t sp, int ac, char** av) {
         slurm_error("stallscope: job %s: malformed state file %s; not summarizing", job_id.c_str(),
                     state_path(config.run_dir, job_id).c_str());
     } else if (writer_node) {
-        summarize_if_stale(config, job_id, *state, state->out_dir, deadline);
+        // Every output directory a step of this job used (output_dir=cwd with srun --chdir differs).
+        const std::vector<std::string> dirs = all_out_dirs(*state);
+        for (const std::string& dir : dirs) summarize_if_stale(config, job_id, *state, dir, deadline);
         std::optional<std::string> fallback = read_root_file(result_path(config.run_dir, job_id), &err);
-        if (fallback && *fallback != state->out_dir) {
+        if (fallback && std::find(dirs.begin(), dirs.end(), *fallback) == dirs.end()) {
             if (accepted_fallback_dir(*fallback, state->uid, state->out_dir))
                 summarize_if_stale(config, job_id, *state, *fallback, deadline);
             else if (!fallback->empty())

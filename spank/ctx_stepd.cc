@@ -158,6 +158,12 @@ bool prepare_run_dir() {
     if (err.empty() && lstat(state_file.c_str(), &st) != 0) {
         JobState state{g_step.user.uid, g_step.user.gid, g_step.user.groups, g_step.out_dir};
         err = write_root_file(state_file, serialize_state(state));
+    } else if (err.empty()) {
+        // A later step: keep its output directory too when it differs (output_dir=cwd, srun --chdir).
+        std::string read_err;
+        std::optional<JobState> state = parse_state(read_root_file(state_file, &read_err).value_or(""));
+        if (state && add_out_dir(*state, g_step.out_dir))
+            err = write_root_file(state_file, serialize_state(*state));
     }
     if (!err.empty()) {
         slurm_error("stallscope: job %s: %s; not recording", g_step.job_id.c_str(), err.c_str());
@@ -338,8 +344,8 @@ int stepd_init_post_opt(spank_t sp) {
     unsigned interval = 0;
     if (!choose_interval(sp, &interval)) return 0;
     g_step.cwd = getenv_step(sp, "PWD");
-    JobFacts facts{g_step.job_id, getenv_step(sp, "SLURM_JOB_USER"), getenv_step(sp, "SLURM_SUBMIT_DIR"),
-                   g_step.cwd};
+    // %u from the job's uid, never from SLURM_JOB_USER in the (user-controlled) job env.
+    JobFacts facts{g_step.job_id, "", getenv_step(sp, "SLURM_SUBMIT_DIR"), g_step.cwd, g_step.user.uid};
     g_step.out_dir = resolve_output_dir(g_step.config, facts);
     if (!prepare_run_dir()) return 0;
     if (take_sampler_lock() == LockTake::taken) {
@@ -359,7 +365,7 @@ int stepd_init_post_opt(spank_t sp) {
 int stepd_user_init(spank_t sp) {
     if (!g_step.enabled || g_step.helper.read_fd >= 0) return 0;
     long t0 = now_us();
-    std::vector<std::string> env = helper_env(job_env(sp));
+    std::vector<std::string> env = helper_env(job_env(sp), g_step.config.allow_test_env);
     char host[256] = "";
     if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
     add_helper_nccl_env(env, host, g_step.cwd);

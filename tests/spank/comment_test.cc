@@ -160,3 +160,21 @@ TEST_CASE("comment_rank: any real verdict beats UNKNOWN, worse labels beat bette
     CHECK(comment_rank("JS1:abc") == -1);
     CHECK(comment_rank("") == -1);
 }
+
+TEST_CASE("scontrol on a job array: only the record whose JobId is ours is read") {
+    // `scontrol show job 13` of an array prints every task; task 14's record comes first here.
+    const std::string real = fixture("scontrol_show_job_admincomment.txt");
+    const std::string real_one = fixture("scontrol_show_job_admincomment.oneline.txt");
+    std::string other = fixture("scontrol_show_job_plain.txt");
+    std::string other_one = fixture("scontrol_show_job_plain.oneline.txt");
+    REQUIRE(other.rfind("JobId=14 ", 0) == 0);
+    const std::string multi = other + "\n" + real, one = other_one + real_one;
+    auto r = parse_scontrol_admin_comment(multi, one, "13");
+    CHECK(r.state == AdminCommentRead::present);
+    CHECK(r.value.rfind("JS1:abc def Foo=bar; stallscope/1 SLOW", 0) == 0);
+    // Task 14 has none of its own.
+    CHECK(parse_scontrol_admin_comment(multi, one, "14").state == AdminCommentRead::absent);
+    // A second record claiming our id (a name forging "\nJobId=13 ...") makes it ambiguous.
+    CHECK(parse_scontrol_admin_comment(multi + "\n" + real, one + real_one, "13").state ==
+          AdminCommentRead::ambiguous);
+}
