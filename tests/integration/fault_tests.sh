@@ -73,10 +73,12 @@ check "... as died during the step without a verdict" grep -q "job $FID step 0: 
 check "AdminComment says UNKNOWN top=helper_died" wait_until 20 comment_matches "$FID" '^stallscope/1 UNKNOWN conf=0.00 top=helper_died'
 summary_says() {
     json_field "$FDIR/stallscope-$FID/summary.json" \
-        'd["verdict"]["label"] == "UNKNOWN" and "recording_incomplete" in [r["code"] for r in d["verdict"]["reasons"]]' |
+        'd["verdict"]["label"] != "FAST" and "recording_incomplete" in [r["code"] for r in d["verdict"]["reasons"]]' |
         grep -qx True
 }
-check "epilog summary: UNKNOWN with a recording_incomplete reason" wait_until 20 summary_says
+# Not FAST (silence never reads as healthy); UNKNOWN on a quiet machine, SLOW when the real /proc of a busy
+# CI machine shows CPU pressure during the step.
+check "epilog summary: not FAST, with a recording_incomplete reason" wait_until 20 summary_says
 
 echo "== fault: helper SIGSTOPped from 2 s into the step to its end"
 fault_step stop

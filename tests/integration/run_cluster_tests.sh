@@ -128,11 +128,11 @@ id=${out%%;*}
 SUCCEEDED_JOBS+=("$id")
 check "sbatch --wait exit code 0 (job $id)" test "$rc" = 0
 check "batch-step verdict parses, job context" python3 "$HERE/check_json.py" $(compgen -G "$W/sbatch/stallscope-$id/verdict.*.json" || echo /nonexistent) --job "$id"
-check "step 0 got the option from sbatch" log_has "job $id step 0: helper pid"
-check "step 1 got the option from sbatch" log_has "job $id step 1: helper pid"
-check "steps 0/1 did not sample twice (left the node to the batch step)" test "$(grep -c "job $id step [01]: helper [0-9]* left the node to another step of the job" "$LOG")" = 2
+check "step 0 got the option from sbatch (node sampled by the batch step)" log_has "job $id step 0: another step of the job samples this node; no helper"
+check "step 1 got the option from sbatch (node sampled by the batch step)" log_has "job $id step 1: another step of the job samples this node; no helper"
+check "steps 0/1 started no second sampler" eval '! grep -q "job $id step [01]: helper pid" "$LOG"'
 check "all three records exit 0:0" test "$(sacct -n -P -j "$id" -o ExitCode | sort -u | tr -d '\n')" = "0:0"
-check "AdminComment has the batch step's segment" wait_until 20 comment_matches "$id" "^stallscope/1 .*verdict\\.batch\\."
+check "AdminComment has the batch step's merged job segment" wait_until 20 comment_matches "$id" "^stallscope/1 .* nodes=1 .*file=[^ ]*/stallscope-$id/summary\\.json"
 
 echo "== no option: no helper, no files"
 out=$(as_user "$W/plain" srun sh -c "echo JOBID=\$SLURM_JOB_ID; sleep 1; $JOB_HELPER; true")
