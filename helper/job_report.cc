@@ -151,8 +151,6 @@ NodeRecording load_recording(JobReport& job, const std::string& stem, const Reco
     if (have_stats) {
         node.source = "verdict";
         node.verdict_recorded = true;
-        for (auto& g : node.stats.gpus) g.host = node.host;
-        for (auto& p : node.stats.ports) p.host = node.host;
     } else if (!files.timeline.empty()) {
         fill_from_replay(job, node, files.timeline, have_verdict);
     } else {
@@ -160,6 +158,8 @@ NodeRecording load_recording(JobReport& job, const std::string& stem, const Reco
         node.verdict_recorded = have_verdict;
         node.incomplete = !have_verdict;
     }
+    for (auto& g : node.stats.gpus) g.host = node.host, g.step_id = node.step_id;
+    for (auto& p : node.stats.ports) p.host = node.host, p.step_id = node.step_id;
     node.mean_gpu_util_pct = node.stats.mean_gpu_util_pct();
     node.label = node.verdict.label;
     return node;
@@ -327,9 +327,10 @@ void find_worst_port(JobReport& job) {
 // names the node, and a FAST over partial data becomes UNKNOWN (silence must not read as FAST).
 void note_incomplete_recordings(JobReport& job) {
     std::set<std::string> missing;
-    for (const auto& n : job.nodes) {
+    for (auto& n : job.nodes) {
         if (!n.incomplete) continue;
         missing.insert(n.host);
+        if (n.label == kLabelFast) n.label = kLabelUnknown;  // partial data never reads as FAST
         const std::string what = n.timeline_path.empty() ? "no timeline" : base_name(n.timeline_path);
         ReasonSummary r;
         r.reason.code = "recording_incomplete";

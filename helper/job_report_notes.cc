@@ -75,9 +75,8 @@ void write_job_notes(JobReport& job) {
                             " (GPU utilization well below its peers)");
     else if (!job.straggler_nodes.empty())
         job.notes.push_back(std::to_string(job.straggler_nodes.size()) +
-                            " straggler nodes (GPU utilization well below "
-                            "their peers; slowest: straggler node: " +
-                            job.straggler_node + ")");
+                            " straggler nodes (GPU utilization well below their peers): " +
+                            compress_host_list(job.straggler_nodes) + "; slowest " + job.straggler_node);
     if (!job.straggler_gpu.empty()) job.notes.push_back("straggler GPU: " + job.straggler_gpu);
     if (!job.missing_nodes.empty())
         job.notes.push_back(

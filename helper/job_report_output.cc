@@ -65,6 +65,7 @@ Json job_report_json(const JobReport& r) {
     o["gpus"] = Json::array();
     for (const auto& g : r.gpus)
         o["gpus"].push_back(Json{{"host", g.host},
+                                 {"step_id", g.step_id},
                                  {"index", g.index},
                                  {"uuid", g.uuid},
                                  {"name", g.name},
@@ -78,6 +79,7 @@ Json job_report_json(const JobReport& r) {
     o["ports"] = Json::array();
     for (const auto& p : r.ports)
         o["ports"].push_back(Json{{"host", p.host},
+                                  {"step_id", p.step_id},
                                   {"port", p.port},
                                   {"netdev", p.netdev},
                                   {"rx_bytes", optional_number(p.rx_bytes)},

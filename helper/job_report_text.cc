@@ -247,11 +247,11 @@ void gpu_and_port_tables(std::vector<std::string>& out, const JobReport& r, cons
             out.push_back("");
             out.push_back("GPUs (mean over the step):");
             out.push_back(
-                "  host             gpu  util                      memory   power   maxT  throttle");
+                "  host             step   gpu  util                      memory   power   maxT  throttle");
             gpu_title = true;
         }
         out.push_back(format(
-            "  %-16s %3d  %s %4s  %6s  %6s  %5s  %7s", g.host.c_str(), g.index,
+            "  %-16s %-6s %3d  %s %4s  %6s  %6s  %5s  %7s", g.host.c_str(), g.step_id.c_str(), g.index,
             g.mean_util_pct ? bar(*g.mean_util_pct).c_str() : "(no data)           ",
             number_or_dash(g.mean_util_pct, "%.0f%%").c_str(),
             number_or_dash(g.mean_memory_pct, "%.1f%%").c_str(),
@@ -267,20 +267,29 @@ void gpu_and_port_tables(std::vector<std::string>& out, const JobReport& r, cons
             out.push_back("");
             out.push_back("Fabric ports:");
             out.push_back(
-                "  host             port        netdev         rx         tx     CNP/s   ECN/s  pause  "
-                "loss/M");
+                "  host             step   port        netdev         rx         tx     CNP/s   ECN/s  "
+                "pause  loss/M");
             port_title = true;
         }
         auto scaled = [](const std::optional<double>& v, double k) {
             return v ? std::optional<double>(*v * k) : std::nullopt;
         };
-        out.push_back(format("  %-16s %-11s %-10s %10s %10s %8s %7s %6s %7s", p.host.c_str(), p.port.c_str(),
-                             p.netdev.empty() ? "-" : p.netdev.c_str(), human_bytes(p.rx_bytes).c_str(),
-                             human_bytes(p.tx_bytes).c_str(),
+        out.push_back(format("  %-16s %-6s %-11s %-10s %10s %10s %8s %7s %6s %7s", p.host.c_str(),
+                             p.step_id.c_str(), p.port.c_str(), p.netdev.empty() ? "-" : p.netdev.c_str(),
+                             human_bytes(p.rx_bytes).c_str(), human_bytes(p.tx_bytes).c_str(),
                              number_or_dash(p.cnp_per_second, "%.1f").c_str(),
                              number_or_dash(p.ecn_marked_per_second, "%.1f").c_str(),
                              number_or_dash(scaled(p.pause_occupancy, 100), "%.1f%%").c_str(),
                              number_or_dash(p.loss_per_million_packets, "%.2f").c_str()));
+    }
+}
+
+// Appends a multi-line text (verdict_text's) line by line.
+void add_lines(std::vector<std::string>& out, const std::string& text) {
+    for (std::size_t start = 0; start < text.size();) {
+        const std::size_t end = std::min(text.find('\n', start), text.size());
+        out.push_back(text.substr(start, end - start));
+        start = end + 1;
     }
 }
 
@@ -301,8 +310,8 @@ std::string node_detail(const JobReport& r, const std::string& host) {
     for (const auto* n : rows) {
         out.push_back("");
         out.push_back("Step " + n->step_id + " on " + host + " (" +
-                      (n->source == "verdict" ? n->verdict_path : n->timeline_path) +
-                      "): " + verdict_text(n->verdict));
+                      (n->source == "verdict" ? n->verdict_path : n->timeline_path) + "):");
+        add_lines(out, verdict_text(n->verdict));
     }
     gpu_and_port_tables(out, r, host);
     return join_printable(out);
@@ -384,12 +393,7 @@ std::string job_report_text(const JobReport& r, const ReportView& view) {
     if (view.all) {
         out.push_back("");
         out.push_back("Reasons (every node, root cause first):");
-        const std::string full = verdict_text(r.verdict);
-        for (std::size_t start = full.find('\n') + 1; start < full.size();) {
-            const std::size_t end = full.find('\n', start);
-            out.push_back(full.substr(start, end - start));
-            start = end == std::string::npos ? full.size() : end + 1;
-        }
+        add_lines(out, verdict_text(r.verdict));
     } else {
         grouped_reasons(out, r);
     }

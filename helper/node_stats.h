@@ -18,7 +18,7 @@ namespace stallscope::cli {
 inline constexpr int kNodeStatsVersion = 1;
 
 struct GpuStats {
-    std::string host, uuid, name;
+    std::string host, step_id, uuid, name;  // host and step_id: set by the job merge
     int index = -1;
     int samples = 0;
     std::optional<double> mean_util_pct, mean_memory_pct, mean_power_w, max_temperature_c;
@@ -27,7 +27,7 @@ struct GpuStats {
 };
 
 struct PortStats {
-    std::string host, port, netdev;
+    std::string host, step_id, port, netdev;                      // host and step_id: set by the job merge
     std::optional<double> rx_bytes, tx_bytes;                     // over the recording
     std::optional<double> cnp_per_second, ecn_marked_per_second;  // averages
     std::optional<double> pause_occupancy;  // share of time paused (pause_duration), 0..1

@@ -124,7 +124,7 @@ bool read_verdict_file(const std::string& path, VerdictFile& out, std::string& e
     if (!read_small_regular_file(path, kMaxVerdictFileBytes, text, error)) return false;
     const Json doc = Json::parse(text, nullptr, /*allow_exceptions=*/false);
     if (doc.is_discarded() || !doc.is_object()) {
-        error = path + ": not a JSON object; ignored";
+        error = path + ": not a valid JSON object (truncated or corrupt); ignored";
         return false;
     }
     std::vector<std::string> problems;
