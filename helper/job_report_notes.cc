@@ -74,14 +74,19 @@ void write_job_notes(JobReport& job) {
         job.notes.push_back("straggler node: " + job.straggler_node +
                             " (GPU utilization well below its peers)");
     else if (!job.straggler_nodes.empty())
-        job.notes.push_back(std::to_string(job.straggler_nodes.size()) +
-                            " straggler nodes (GPU utilization well below their peers): " +
-                            compress_host_list(job.straggler_nodes) + "; slowest " + job.straggler_node);
-    if (!job.straggler_gpu.empty()) job.notes.push_back("straggler GPU: " + job.straggler_gpu);
-    if (!job.missing_nodes.empty())
         job.notes.push_back(
-            std::to_string(job.missing_nodes.size()) +
-            " node(s) without a verdict (recording_incomplete): " + compress_host_list(job.missing_nodes));
+            std::to_string(job.straggler_nodes.size()) +
+            " straggler nodes (GPU utilization well below their peers; all in straggler_nodes), "
+            "slowest " +
+            job.straggler_node);
+    if (!job.straggler_gpu.empty()) job.notes.push_back("straggler GPU: " + job.straggler_gpu);
+    if (!job.missing_nodes.empty()) {
+        std::string hosts = compress_host_list(job.missing_nodes);
+        if (hosts.size() > 160)
+            hosts = hosts.substr(0, hosts.rfind(',', 160)) + ",... (all in missing_nodes)";
+        job.notes.push_back(std::to_string(job.missing_nodes.size()) +
+                            " node(s) without a verdict (recording_incomplete): " + hosts);
+    }
 }
 
 }  // namespace stallscope::cli

@@ -161,8 +161,12 @@ void grouped_reasons(std::vector<std::string>& out, const JobReport& r) {
             const std::string what =
                 g.code + (g.subject.empty() ? "" : " on " + g.subject) + " [" + g.label + "]";
             std::string hosts = compress_host_list(g.hosts);
-            if (hosts.size() > 2 * kLineWidth)
-                hosts = hosts.substr(0, hosts.rfind(',', 2 * kLineWidth)) + ",...";
+            if (hosts.size() > 2 * kLineWidth) {  // two lines of names; --all, --json or --node for the rest
+                const std::size_t cut = hosts.rfind(',', 2 * kLineWidth);
+                const auto listed =
+                    static_cast<std::size_t>(std::count(hosts.begin(), hosts.begin() + cut, ','));
+                hosts = hosts.substr(0, cut) + format(",... (+%zu more)", g.hosts.size() - listed - 1);
+            }
             wrap(out, format("  %zu. %zu nodes: ", n, g.hosts.size()) + what + ": ", hosts, "       ");
         }
         // The first node's message, naming its host when the rule's message does not.
