@@ -158,6 +158,10 @@ NodeRecording load_recording(JobReport& job, const std::string& stem, const Reco
         node.verdict_recorded = have_verdict;
         node.incomplete = !have_verdict;
     }
+    // A recording without a single sample (helper died at once) is named, whatever its verdict says.
+    if (node.verdict.samples <= 0 && node.stats.samples <= 0) node.incomplete = true;
+    std::stable_sort(node.stats.gpus.begin(), node.stats.gpus.end(),
+                     [](const GpuStats& a, const GpuStats& b) { return a.index < b.index; });
     for (auto& g : node.stats.gpus) g.host = node.host, g.step_id = node.step_id;
     for (auto& p : node.stats.ports) p.host = node.host, p.step_id = node.step_id;
     node.mean_gpu_util_pct = node.stats.mean_gpu_util_pct();
@@ -347,9 +351,10 @@ void note_incomplete_recordings(JobReport& job) {
                                format_rfc3339(n.verdict.end_time) + ") are replayed";
             r.reason.first_seen = r.last_seen = n.verdict.end_time;
         } else {
-            r.reason.message = n.host + ": no verdict and " + what +
-                               " holds no sample - the helper stopped at once (killed, crashed) or never "
-                               "sampled; this node is left out of the job's numbers";
+            r.reason.message = n.host + ": " + what + " holds no sample" +
+                               (n.verdict_recorded ? "" : " and there is no verdict") +
+                               " - the helper stopped at once (killed, crashed) or never sampled; this "
+                               "node is left out of the job's numbers";
             r.reason.first_seen = r.last_seen = job.verdict.end_time;
         }
         job.verdict.reasons.push_back(std::move(r));

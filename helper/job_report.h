@@ -23,7 +23,7 @@ struct NodeRecording {
     std::optional<double> mean_gpu_util_pct;  // empty: no GPU data
     std::string source;                       // "verdict" | "replay" (how the merge got it)
     bool verdict_recorded = false;            // a verdict file or a timeline verdict line exists
-    bool incomplete = false;                  // no verdict at all: recording_incomplete
+    bool incomplete = false;                  // no verdict at all, or no sample: recording_incomplete
     bool straggler = false;                   // GPUs well below the step's median node
     std::string label;  // the node row's label: its own, raised to SLOW when it is a straggler
 };
@@ -47,9 +47,11 @@ struct JobReport {
     std::vector<StepSummary> step_summaries;
     std::string worst_node, straggler_node, straggler_gpu, worst_port;
     std::vector<std::string> straggler_nodes;  // every straggler host, natural order
-    std::vector<std::string> missing_nodes;    // hosts with a recording but no verdict (recording_incomplete)
-    std::optional<ReasonSummary> root_cause;   // verdict.reasons[0]; subject "host:subject" when >1 host
-    std::string root_cause_node;               // the host root_cause is about
+    // Hosts with a recording_incomplete recording: no verdict (no file, no timeline verdict line) or not
+    // a single sample.
+    std::vector<std::string> missing_nodes;
+    std::optional<ReasonSummary> root_cause;  // verdict.reasons[0]; subject "host:subject" when >1 host
+    std::string root_cause_node;              // the host root_cause is about
     std::vector<std::string> notes;
     std::vector<std::string> warnings;
 };

@@ -237,3 +237,21 @@ TEST_CASE("hostile verdict files are named and skipped: symlink, FIFO, oversized
     REQUIRE(n1);
     CHECK((*n1)["mean_gpu_util_pct"] == 93);
 }
+
+TEST_CASE("a verdict file over zero samples names its node instead of vanishing from the job") {
+    TempDir dir;
+    Json v = Json::parse(read_text(kJobDir + "/verdict.0.node-01.json"));
+    fs::copy(kJobDir + "/verdict.0.node-02.json", dir.path);
+    v["host"] = "node-09";
+    v["verdict"]["samples"] = 0;
+    v["verdict"]["reasons"] = Json::array();
+    v["verdict"]["label"] = "UNKNOWN";
+    v["verdict"]["unknown_reasons"] = Json::array({"step_too_short"});
+    v["node_stats"]["samples"] = 0;
+    v["node_stats"]["gpus"] = Json::array();
+    std::ofstream(dir.path + "/verdict.0.node-09.json") << v.dump();
+    const Json j = report_json({dir.path});
+    CHECK(j["missing_nodes"] == Json::array({"node-09"}));
+    CHECK(j["verdict"]["label"] == "FAIL_RISK");
+    CHECK(j["verdict"]["unknown_reasons"].empty());
+}
