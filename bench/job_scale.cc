@@ -188,6 +188,7 @@ int main(int argc, char** argv) {
                     g["mean_util_pct"] = g["mean_util_pct"].get<double>() * 0.4;
         if (i == 2) {
             v["verdict"]["label"] = kLabelFailRisk;
+            v["verdict"]["confidence"] = 0.95;
             Json reason = {{"code", "rdma_port_down"},
                            {"category", "fabric"},
                            {"severity", "critical"},

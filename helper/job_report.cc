@@ -33,6 +33,7 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 // The files of one recording, paired by their <step>.<host> stem.
 struct RecordingFiles {
     std::string verdict, timeline;
+    std::string stem;  // <step>.<host>, "" for a file named otherwise
 };
 
 // "timeline.0.gpu07.jsonl" -> "0.gpu07" (also .jsonl.zst and a future extension); "" when not one.
@@ -64,18 +65,31 @@ std::map<std::string, RecordingFiles> find_recordings(const std::vector<std::str
             continue;
         }
         if (!S_ISDIR(st.st_mode)) {
-            // Explicit files: keyed by their own path, so two timelines of the same stem both count.
-            const std::string key = "\x01" + std::to_string(explicit_files++) + ":" + in;
-            const std::string stem = verdict_stem(base_name(in));
-            (stem.empty() ? found[key].timeline : found[key].verdict) = in;
+            const std::string name = base_name(in);
+            if (starts_with(name, "helper.") || starts_with(name, "summary.")) {
+                warnings.push_back(in + ": not a timeline or verdict file; skipped");
+                continue;
+            }
+            // Explicit files: a verdict and a timeline of the same <step>.<host> in one directory pair up;
+            // a file named otherwise is a timeline of its own.
+            const std::string v_stem = verdict_stem(name), t_stem = timeline_stem(name);
+            const std::string stem = v_stem.empty() ? t_stem : v_stem;
+            const std::string key = stem.empty() ? "\x01" + std::to_string(explicit_files++) + ":" + in
+                                                 : "\x01" + in.substr(0, in.size() - name.size()) + stem;
+            (v_stem.empty() ? found[key].timeline : found[key].verdict) = in;
+            found[key].stem = stem;
             continue;
         }
         std::size_t before = found.size();
         if (DIR* d = ::opendir(in.c_str())) {
             while (dirent* e = ::readdir(d)) {
                 const std::string name = e->d_name;
-                if (auto stem = verdict_stem(name); !stem.empty()) found[stem].verdict = in + "/" + name;
-                if (auto stem = timeline_stem(name); !stem.empty()) found[stem].timeline = in + "/" + name;
+                if (auto stem = verdict_stem(name); !stem.empty())
+                    found[in + '\x1f' + stem].verdict = in + "/" + name,
+                                        found[in + '\x1f' + stem].stem = stem;
+                if (auto stem = timeline_stem(name); !stem.empty())
+                    found[in + '\x1f' + stem].timeline = in + "/" + name,
+                                        found[in + '\x1f' + stem].stem = stem;
             }
             ::closedir(d);
         }
@@ -86,7 +100,7 @@ std::map<std::string, RecordingFiles> find_recordings(const std::vector<std::str
 
 // "0.gpu-node-05" -> step "0", host "gpu-node-05": who a recording is when its files say nothing.
 void identity_from_stem(const std::string& stem, NodeRecording& node) {
-    if (stem.empty() || stem[0] == '\x01') return;
+    if (stem.empty()) return;
     const auto dot = stem.find('.');
     if (node.step_id.empty()) node.step_id = stem.substr(0, dot);
     if (node.host.empty() && dot != std::string::npos) node.host = stem.substr(dot + 1);
@@ -128,7 +142,7 @@ void fill_from_replay(JobReport& job, NodeRecording& node, const std::string& ti
     }
 }
 
-NodeRecording load_recording(JobReport& job, const std::string& stem, const RecordingFiles& files) {
+NodeRecording load_recording(JobReport& job, const RecordingFiles& files) {
     NodeRecording node;
     node.timeline_path = files.timeline;
     node.verdict_path = files.verdict;
@@ -147,7 +161,7 @@ NodeRecording load_recording(JobReport& job, const std::string& stem, const Reco
             job.warnings.push_back(error);
         }
     }
-    identity_from_stem(stem, node);
+    identity_from_stem(files.stem, node);
     if (have_stats) {
         node.source = "verdict";
         node.verdict_recorded = true;
@@ -158,6 +172,7 @@ NodeRecording load_recording(JobReport& job, const std::string& stem, const Reco
         node.verdict_recorded = have_verdict;
         node.incomplete = !have_verdict;
     }
+    if (node.host.empty()) node.host = base_name(files.timeline.empty() ? files.verdict : files.timeline);
     // A recording without a single sample (helper died at once) is named, whatever its verdict says.
     if (node.verdict.samples <= 0 && node.stats.samples <= 0) node.incomplete = true;
     std::stable_sort(node.stats.gpus.begin(), node.stats.gpus.end(),
@@ -389,8 +404,8 @@ void summarize_steps(JobReport& job) {
 
 JobReport build_job_report(const std::vector<std::string>& inputs) {
     JobReport job;
-    for (const auto& [stem, files] : find_recordings(inputs, job.warnings))
-        job.nodes.push_back(load_recording(job, stem, files));
+    for (const auto& [key, files] : find_recordings(inputs, job.warnings))
+        job.nodes.push_back(load_recording(job, files));
     std::stable_sort(job.nodes.begin(), job.nodes.end(), [](const NodeRecording& a, const NodeRecording& b) {
         return std::tie(a.step_id, a.host) < std::tie(b.step_id, b.host);
     });

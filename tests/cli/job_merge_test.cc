@@ -255,3 +255,16 @@ TEST_CASE("a verdict file over zero samples names its node instead of vanishing 
     CHECK(j["verdict"]["label"] == "FAIL_RISK");
     CHECK(j["verdict"]["unknown_reasons"].empty());
 }
+
+TEST_CASE("explicit verdict and timeline files (a shell glob) pair up as in their directory") {
+    std::vector<std::string> files;
+    for (const auto& e : fs::directory_iterator(kJobDir)) files.push_back(e.path().string());
+    files.push_back(kJobDir + "/../make_multinode_job.py");  // named otherwise: a timeline of its own
+    const Json j = report_json(files);
+    CHECK(j["host_count"] == 9);  // the 8 nodes, and the odd file under its own name
+    CHECK(j["nodes"].size() == 12);
+    CHECK(j["straggler_nodes"] == Json::array({"node-05", "node-07"}));
+    const Json* n1 = node_row(j, "node-01", "0");
+    REQUIRE(n1);
+    CHECK((*n1)["source"] == "verdict");
+}
