@@ -102,7 +102,9 @@ std::vector<ReasonGroup> group_reasons(const JobReport& r) {
         const std::string key = s.reason.code + '\x1f' + subject + '\x1f' + s.reason.label;
         auto [it, inserted] = index.emplace(key, groups.size());
         if (inserted) groups.push_back({&s, s.reason.code, subject, s.reason.label, {}});
-        groups[it->second].hosts.push_back(host_of(s.reason.subject, r));
+        auto& hosts = groups[it->second].hosts;  // a host once, even when the reason fired in two steps
+        const std::string host = host_of(s.reason.subject, r);
+        if (std::find(hosts.begin(), hosts.end(), host) == hosts.end()) hosts.push_back(host);
     }
     return groups;
 }
@@ -163,9 +165,7 @@ void grouped_reasons(std::vector<std::string>& out, const JobReport& r) {
             std::string hosts = compress_host_list(g.hosts);
             if (hosts.size() > 2 * kLineWidth) {  // two lines of names; --all, --json or --node for the rest
                 const std::size_t cut = hosts.rfind(',', 2 * kLineWidth);
-                const auto listed =
-                    static_cast<std::size_t>(std::count(hosts.begin(), hosts.begin() + cut, ','));
-                hosts = hosts.substr(0, cut) + format(",... (+%zu more)", g.hosts.size() - listed - 1);
+                hosts = hosts.substr(0, cut) + ",... (all in --json)";
             }
             wrap(out, format("  %zu. %zu nodes: ", n, g.hosts.size()) + what + ": ", hosts, "       ");
         }
