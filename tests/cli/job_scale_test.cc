@@ -64,6 +64,7 @@ TEST_CASE("a 300-node job: one screen, faulty nodes grouped into one line, every
     write_job(dir);
     const auto text = run_process({STALLSCOPE_EXE, "report", dir});
     const auto json = run_process({STALLSCOPE_EXE, "report", dir, "--json"});
+    const auto top3 = run_process({STALLSCOPE_EXE, "report", dir, "--top", "3"});
     fs::remove_all(dir);
     REQUIRE(text.exit_code == 0);
     REQUIRE(json.exit_code == 0);
@@ -86,6 +87,7 @@ TEST_CASE("a 300-node job: one screen, faulty nodes grouped into one line, every
         std::snprintf(number, sizeof number, "%04d", i);
         CHECK_MESSAGE(section.find(number) != std::string::npos, number);
     }
+    CHECK(top3.out.find("Nodes (worst 3 of 300 recordings;") != std::string::npos);
     const Json j = Json::parse(json.out);
     CHECK(j["straggler_nodes"].size() == 75);
     CHECK(j["missing_nodes"] == Json::array({"h-0300"}));
