@@ -12,9 +12,11 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <set>
 
 #include "helper/cli_args.h"
 #include "helper/job_finish.h"
+#include "helper/node_stats.h"
 #include "helper/output_dir.h"
 #include "helper/output_fallback.h"
 #include "helper/output_sinks.h"
@@ -179,12 +181,23 @@ int run_record(int argc, char** argv, int first) {
         if (gaps == 6) warnings.push_back("more sampling gaps: see the sampling_gap events in the timeline");
     };
     int gpu_count = 0;
+    // Per-GPU and per-port statistics for the verdict file, so the job merge reads N small verdicts
+    // instead of replaying N timelines.
+    NodeStatsAccumulator node_stats;
+    // Every distinct input warning of the step (NVML missing, unreadable counters) goes into the verdict
+    // too: a reader of the verdict must not have to dig through sample lines to learn what was unmeasured.
+    constexpr std::size_t kMaxSampleWarnings = 50;
+    std::set<std::string> sample_warnings;
+    const std::size_t setup_warnings = warnings.size();  // the sample warnings go right after these
     for (long n = 0;; ++n) {
         // Events against the previous sample, which the profiler holds until observe() replaces it.
         for (const auto& e : events_between(profiler.last_sample(), snap)) append(e);
         // The profiler keeps the sample as its previous one: moved there, not copied, and read back.
         const Profile profile = profiler.observe(std::move(snap));
         const Snapshot& current = *profiler.last_sample();
+        node_stats.add(current, profiler.last_rates());
+        for (const auto& w : current.warnings)
+            if (sample_warnings.size() < kMaxSampleWarnings) sample_warnings.insert(w);
         if (timeline.is_open()) {
             sample_line.clear();
             append_sample_line(sample_line, current, profile);
@@ -217,6 +230,8 @@ int run_record(int argc, char** argv, int first) {
     // Stop path: bounded work only (the plugin waits at most stop_timeout, then SIGKILLs). The verdict is
     // written first; resolving alerts (up to a few seconds on a slow Alertmanager) comes after it.
     const StepVerdict verdict = profiler.verdict();
+    warnings.insert(warnings.begin() + static_cast<std::ptrdiff_t>(setup_warnings), sample_warnings.begin(),
+                    sample_warnings.end());
     for (const auto& w : sinks.warnings()) warnings.push_back(w);
     Json verdict_line{{"type", "verdict"}};
     const Json verdict_fields = to_json(verdict);
@@ -225,16 +240,19 @@ int run_record(int argc, char** argv, int first) {
     const std::string final_timeline = timeline.path().empty() ? timeline_path : timeline.path();
     timeline.close();
     std::string verdict_file = dir + "/verdict." + stem + ".json";
-    if (!write_file_atomically(verdict_file,
-                               verdict_document(header, verdict, final_timeline, warnings).dump(2) + "\n",
-                               true, error)) {
+    if (!write_file_atomically(
+            verdict_file,
+            verdict_document(header, verdict, final_timeline, warnings, node_stats.to_json()).dump(2) + "\n",
+            true, error)) {
         const OutputDir fallback = fallback_output_dir(dir, "refused the verdict (" + error + ")");
         warnings.push_back(fallback.warning);
         verdict_file = fallback.path + "/verdict." + stem + ".json";
         if (fallback.path.empty() ||
-            !write_file_atomically(verdict_file,
-                                   verdict_document(header, verdict, final_timeline, warnings).dump(2) + "\n",
-                                   true, error))
+            !write_file_atomically(
+                verdict_file,
+                verdict_document(header, verdict, final_timeline, warnings, node_stats.to_json()).dump(2) +
+                    "\n",
+                true, error))
             std::fprintf(stderr, "stallscope: verdict: %s\n", error.c_str());
     }
     const int allocated_gpus = allocated_gpus_from_slurm_env();

@@ -77,8 +77,12 @@ std::vector<std::string> wait_for_verdicts(const std::string& dir, double wait_s
 }
 
 bool write_job_summary(const std::string& dir, const JobReport& report, std::string& error) {
-    return write_file_atomically(dir + "/summary.json", job_report_json(report).dump(2) + "\n", true,
-                                 error) &&
+    // error_handler_t::replace: names and messages come from user-written files and may hold invalid
+    // UTF-8, which dump() would otherwise throw on.
+    return write_file_atomically(
+               dir + "/summary.json",
+               job_report_json(report).dump(2, ' ', false, Json::error_handler_t::replace) + "\n", true,
+               error) &&
            write_file_atomically(dir + "/summary.txt", job_report_text(report), true, error);
 }
 
@@ -94,7 +98,10 @@ JobCommentFacts job_comment_facts(const JobReport& report, const std::vector<std
         if (!n.host.empty()) hosts.insert(n.host);
     for (const auto& h : missing) hosts.insert(h);
     f.nodes = static_cast<int>(hosts.size());
-    f.missing = missing;
+    // Missing: no verdict after the wait, or a recording the merge found incomplete (no verdict line).
+    std::set<std::string> missing_hosts(missing.begin(), missing.end());
+    missing_hosts.insert(report.missing_nodes.begin(), report.missing_nodes.end());
+    f.missing.assign(missing_hosts.begin(), missing_hosts.end());
     // The root cause: the first (earliest) reason pushing towards the job's label; a straggler is
     // named in stragglers= instead unless nothing else explains the label.
     const ReasonSummary* top = nullptr;
@@ -121,6 +128,7 @@ JobCommentFacts job_comment_facts(const JobReport& report, const std::vector<std
             if (!host.empty()) stragglers.insert(host);
         }
     if (!report.straggler_node.empty()) stragglers.insert(report.straggler_node);
+    stragglers.insert(report.straggler_nodes.begin(), report.straggler_nodes.end());
     f.stragglers.assign(stragglers.begin(), stragglers.end());
     f.gpus_measured = static_cast<int>(report.gpus.size());
     f.file = summary_path;

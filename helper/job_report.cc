@@ -6,6 +6,11 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <set>
+#include <tuple>
+
+#include "helper/verdict_file.h"
+#include "libstallscope/rules/verdict.h"
 
 namespace stallscope::cli {
 namespace {
@@ -17,9 +22,42 @@ int label_rank(const std::string& label) {
     return 0;
 }
 
-std::vector<std::string> expand_inputs(const std::vector<std::string>& inputs,
-                                       std::vector<std::string>& warnings) {
-    std::vector<std::string> files;
+bool starts_with(const std::string& s, const char* prefix) {
+    return s.rfind(prefix, 0) == 0;
+}
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// The files of one recording, paired by their <step>.<host> stem.
+struct RecordingFiles {
+    std::string verdict, timeline;
+    std::string stem;  // <step>.<host>, "" for a file named otherwise
+};
+
+// "timeline.0.gpu07.jsonl" -> "0.gpu07" (also .jsonl.zst and a future extension); "" when not one.
+std::string timeline_stem(const std::string& name) {
+    if (!starts_with(name, "timeline.") || ends_with(name, ".tmp")) return "";
+    const std::string rest = name.substr(9);
+    const auto ext = rest.find(".jsonl");
+    return ext == std::string::npos || ext == 0 ? "" : rest.substr(0, ext);
+}
+
+std::string verdict_stem(const std::string& name) {
+    if (!starts_with(name, "verdict.") || !ends_with(name, ".json") || name.size() <= 13) return "";
+    return name.substr(8, name.size() - 13);
+}
+
+std::string base_name(const std::string& path) {
+    const auto slash = path.rfind('/');
+    return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+std::map<std::string, RecordingFiles> find_recordings(const std::vector<std::string>& inputs,
+                                                      std::vector<std::string>& warnings) {
+    std::map<std::string, RecordingFiles> found;
+    int explicit_files = 0;
     for (const auto& in : inputs) {
         struct stat st {};
         if (::stat(in.c_str(), &st) != 0) {
@@ -27,24 +65,195 @@ std::vector<std::string> expand_inputs(const std::vector<std::string>& inputs,
             continue;
         }
         if (!S_ISDIR(st.st_mode)) {
-            files.push_back(in);
+            const std::string name = base_name(in);
+            if (starts_with(name, "helper.") || starts_with(name, "summary.")) {
+                warnings.push_back(in + ": not a timeline or verdict file; skipped");
+                continue;
+            }
+            // Explicit files: a verdict and a timeline of the same <step>.<host> in one directory pair up;
+            // a file named otherwise is a timeline of its own.
+            const std::string v_stem = verdict_stem(name), t_stem = timeline_stem(name);
+            const std::string stem = v_stem.empty() ? t_stem : v_stem;
+            const std::string key = stem.empty() ? "\x01" + std::to_string(explicit_files++) + ":" + in
+                                                 : "\x01" + in.substr(0, in.size() - name.size()) + stem;
+            (v_stem.empty() ? found[key].timeline : found[key].verdict) = in;
+            found[key].stem = stem;
             continue;
         }
-        std::vector<std::string> found;
+        std::size_t before = found.size();
         if (DIR* d = ::opendir(in.c_str())) {
             while (dirent* e = ::readdir(d)) {
                 const std::string name = e->d_name;
-                if (name.rfind("timeline.", 0) == 0 && name.size() > 6 &&
-                    name.substr(name.size() - 6) == ".jsonl")
-                    found.push_back(in + "/" + name);
+                if (auto stem = verdict_stem(name); !stem.empty())
+                    found[in + '\x1f' + stem].verdict = in + "/" + name,
+                                        found[in + '\x1f' + stem].stem = stem;
+                if (auto stem = timeline_stem(name); !stem.empty())
+                    found[in + '\x1f' + stem].timeline = in + "/" + name,
+                                        found[in + '\x1f' + stem].stem = stem;
             }
             ::closedir(d);
         }
-        if (found.empty()) warnings.push_back(in + ": no timeline.*.jsonl files");
-        std::sort(found.begin(), found.end());
-        files.insert(files.end(), found.begin(), found.end());
+        if (found.size() == before) warnings.push_back(in + ": no verdict.*.json or timeline.*.jsonl files");
     }
-    return files;
+    return found;
+}
+
+// "0.gpu-node-05" -> step "0", host "gpu-node-05": who a recording is when its files say nothing.
+void identity_from_stem(const std::string& stem, NodeRecording& node) {
+    if (stem.empty()) return;
+    const auto dot = stem.find('.');
+    if (node.step_id.empty()) node.step_id = stem.substr(0, dot);
+    if (node.host.empty() && dot != std::string::npos) node.host = stem.substr(dot + 1);
+}
+
+// Says why allocated GPUs show no numbers (no driver, NVML missing) instead of a silent "0 GPUs".
+void note_unmeasured_gpus(JobReport& job, const std::string& host, std::size_t allocated,
+                          const std::vector<std::string>& warnings) {
+    std::string why = "no GPU telemetry";
+    for (const auto& w : warnings)
+        if (w.find("GPU") != std::string::npos) why = w;
+    job.notes.push_back(host + ": " + std::to_string(allocated) + " GPU(s) allocated but none measured - " +
+                        why);
+}
+
+void fill_from_replay(JobReport& job, NodeRecording& node, const std::string& timeline, bool have_verdict) {
+    NodeStatsAccumulator stats;
+    ReplayResult r;
+    std::string error;
+    const bool replayed =
+        replay_timeline(timeline, std::nullopt, false, r, error, [&](const Snapshot& s) { stats.add(s); });
+    if (!replayed) job.warnings.push_back(error);
+    for (const auto& w : r.warnings) job.warnings.push_back(w);
+    auto header_string = [&](const char* key) {
+        if (!r.header.is_object()) return std::string();
+        const auto it = r.header.find(key);
+        return it != r.header.end() && it->is_string() ? it->get<std::string>() : std::string();
+    };
+    if (node.host.empty()) node.host = header_string("host");
+    if (node.step_id.empty()) node.step_id = header_string("step_id");
+    if (r.first_sample) {
+        if (node.host.empty()) node.host = r.first_sample->host;
+        const auto& ctx = r.first_sample->context;
+        if (job.job_id.empty()) job.job_id = ctx.job_id, job.user = ctx.user, job.job_name = ctx.job_name;
+    }
+    if (job.job_id.empty()) job.job_id = header_string("job_id");
+    if (!have_verdict) node.verdict = r.verdict;
+    node.stats = stats.finish(node.host);
+    node.source = "replay";
+    node.verdict_recorded = have_verdict || r.recorded_verdict.is_object();
+    node.incomplete = !node.verdict_recorded;
+    if (node.stats.gpus.empty() && r.first_sample && !r.first_sample->context.gpus.empty())
+        note_unmeasured_gpus(job, node.host, r.first_sample->context.gpus.size(), r.first_sample->warnings);
+}
+
+NodeRecording load_recording(JobReport& job, const RecordingFiles& files) {
+    NodeRecording node;
+    node.timeline_path = files.timeline;
+    node.verdict_path = files.verdict;
+    bool have_verdict = false, have_stats = false;
+    if (!files.verdict.empty()) {
+        VerdictFile vf;
+        std::string error;
+        if (read_verdict_file(files.verdict, vf, error)) {
+            have_verdict = true;
+            node.host = vf.host, node.step_id = vf.step_id, node.verdict = vf.verdict;
+            if (node.timeline_path.empty()) node.timeline_path = vf.timeline_path;
+            if (job.job_id.empty()) job.job_id = vf.job_id, job.user = vf.user, job.job_name = vf.job_name;
+            for (auto& p : vf.problems) job.warnings.push_back(std::move(p));
+            if (vf.stats) node.stats = std::move(*vf.stats), have_stats = true;
+            if (have_stats && node.stats.gpus.empty() && node.stats.gpus_allocated > 0)
+                note_unmeasured_gpus(job, node.host.empty() ? files.stem : node.host,
+                                     static_cast<std::size_t>(node.stats.gpus_allocated), vf.warnings);
+        } else {
+            job.warnings.push_back(error);
+        }
+    }
+    identity_from_stem(files.stem, node);
+    if (have_stats) {
+        node.source = "verdict";
+        node.verdict_recorded = true;
+    } else if (!files.timeline.empty()) {
+        fill_from_replay(job, node, files.timeline, have_verdict);
+    } else {
+        node.source = "verdict";
+        node.verdict_recorded = have_verdict;
+        node.incomplete = !have_verdict;
+    }
+    if (node.host.empty()) node.host = base_name(files.timeline.empty() ? files.verdict : files.timeline);
+    // A recording without a single sample (helper died at once) is named, whatever its verdict says.
+    if (node.verdict.samples <= 0 && node.stats.samples <= 0) node.incomplete = true;
+    std::stable_sort(node.stats.gpus.begin(), node.stats.gpus.end(),
+                     [](const GpuStats& a, const GpuStats& b) { return a.index < b.index; });
+    for (auto& g : node.stats.gpus) g.host = node.host, g.step_id = node.step_id;
+    for (auto& p : node.stats.ports) p.host = node.host, p.step_id = node.step_id;
+    node.mean_gpu_util_pct = node.stats.mean_gpu_util_pct();
+    node.label = node.verdict.label;
+    return node;
+}
+
+bool sorts_last(const std::string& code) {
+    return is_symptom(code) || code == "node_straggler";
+}
+
+// Reasons that set the label first, then other warnings, then info; causes before symptoms; earliest
+// first inside each group (the root cause before its symptoms).
+void order_reasons(StepVerdict& v) {
+    auto group = [&](const ReasonSummary& r) {
+        if (r.reason.label == v.label) return 0;
+        return r.reason.severity == "info" ? 2 : 1;
+    };
+    std::stable_sort(v.reasons.begin(), v.reasons.end(), [&](const ReasonSummary& a, const ReasonSummary& b) {
+        return std::make_tuple(group(a), sorts_last(a.reason.code), a.reason.first_seen, a.reason.subject) <
+               std::make_tuple(group(b), sorts_last(b.reason.code), b.reason.first_seen, b.reason.subject);
+    });
+}
+
+void add_unknown_reason(StepVerdict& v, const std::string& code) {
+    if (std::find(v.unknown_reasons.begin(), v.unknown_reasons.end(), code) == v.unknown_reasons.end())
+        v.unknown_reasons.push_back(code);
+}
+
+// Worst label across the recordings that hold samples; an empty recording is named by
+// note_incomplete_recordings and adds nothing else (no step_too_short, no 1970 start time).
+void merge_verdicts(JobReport& job) {
+    StepVerdict& v = job.verdict;
+    const bool prefix_host = job.hosts > 1;
+    const NodeRecording* worst = nullptr;
+    bool have_times = false;
+    for (const auto& n : job.nodes) {
+        const StepVerdict& nv = n.verdict;
+        if (nv.samples <= 0 && nv.reasons.empty()) continue;
+        const int rank = label_rank(nv.label);
+        const bool earlier =
+            worst && !nv.reasons.empty() && !worst->verdict.reasons.empty() &&
+            nv.reasons.front().reason.first_seen < worst->verdict.reasons.front().reason.first_seen;
+        if (!worst || rank > label_rank(worst->verdict.label) ||
+            (rank == label_rank(worst->verdict.label) && earlier))
+            worst = &n;
+        for (auto r : nv.reasons) {
+            if (prefix_host)
+                r.reason.subject = n.host + (r.reason.subject.empty() ? "" : ":" + r.reason.subject);
+            v.reasons.push_back(std::move(r));
+        }
+        if (nv.label == kLabelUnknown)
+            for (const auto& u : nv.unknown_reasons) add_unknown_reason(v, u);
+        if (nv.samples > 0 && nv.end_time > 0) {
+            v.start_time = have_times ? std::min(v.start_time, nv.start_time) : nv.start_time;
+            v.end_time = have_times ? std::max(v.end_time, nv.end_time) : nv.end_time;
+            have_times = true;
+        }
+        v.samples += nv.samples;
+    }
+    if (!worst) return;
+    v.label = worst->verdict.label;
+    v.confidence = worst->verdict.confidence;
+    v.bottleneck_hint = worst->verdict.bottleneck_hint;
+    v.worst_gpu = worst->verdict.worst_gpu;
+    v.worst_port = worst->verdict.worst_port;
+    v.worst_interface = worst->verdict.worst_interface;
+    if (label_rank(v.label) >= 2) job.worst_node = worst->host;
+    if (!v.worst_port.empty()) job.worst_port = (prefix_host ? worst->host + ":" : "") + v.worst_port;
+    if (v.label != kLabelUnknown) v.unknown_reasons.clear();
 }
 
 double median(std::vector<double> v) {
@@ -53,342 +262,178 @@ double median(std::vector<double> v) {
     return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
 }
 
-bool slowdown_reason(const std::string& r) {
-    return r.find("power") != std::string::npos || r.find("thermal") != std::string::npos ||
-           r.find("hw_slowdown") != std::string::npos;
-}
-
-double sum_of(const std::map<std::string, CounterDelta>* row, std::initializer_list<const char*> names) {
-    double total = 0;
-    if (!row) return 0;
-    for (const char* n : names)
-        if (auto it = row->find(n); it != row->end()) total += static_cast<double>(it->second.delta);
-    return total;
-}
-
-// Per-GPU and per-port statistics of one recording, fed one sample at a time during the replay pass
-// (only the previous sample is kept, for the port deltas).
-class NodeStatsAccumulator {
-  public:
-    void add(const Snapshot& s) {
-        for (const auto& g : s.gpus) add_gpu(g);
-        if (previous_) add_ports(compute_rates(*previous_, s), s);
-        previous_ = s;
-    }
-
-    void finish(const std::string& host, std::vector<GpuStats>& gpus_out, std::vector<PortStats>& ports_out) {
-        for (auto& [key, st] : gpus_) {
-            const double n = st.samples;
-            st.host = host;
-            st.mean_util_pct /= n, st.mean_memory_pct /= n, st.mean_power_w /= n, st.throttle_share /= n,
-                st.idle_share /= n;
-            gpus_out.push_back(st);
-        }
-        for (auto& [key, acc] : ports_) {
-            PortStats st = acc.stats;
-            st.host = host;
-            if (acc.seconds > 0) {
-                st.cnp_per_second /= acc.seconds, st.ecn_marked_per_second /= acc.seconds;
-                st.pause_occupancy = std::min(1.0, acc.paused_us / 1e6 / acc.seconds);
-            }
-            if (acc.rcv_packets > 0) st.loss_per_million_packets = acc.lost / acc.rcv_packets * 1e6;
-            ports_out.push_back(st);
-        }
-    }
-
-  private:
-    struct PortAccumulator {
-        PortStats stats;  // sums until finish()
-        double seconds = 0, paused_us = 0, rcv_packets = 0, lost = 0;
-    };
-
-    void add_gpu(const Gpu& g) {
-        auto& st = gpus_[gpu_key(g)];
-        st.uuid = g.uuid, st.name = g.name, st.index = g.index;
-        ++st.samples;
-        st.mean_util_pct += g.utilization_pct.value_or(0);
-        if (g.memory_used_bytes && g.memory_total_bytes && *g.memory_total_bytes)
-            st.mean_memory_pct += 100.0 * static_cast<double>(*g.memory_used_bytes) /
-                                  static_cast<double>(*g.memory_total_bytes);
-        st.mean_power_w += g.power_w.value_or(0);
-        st.max_temperature_c = std::max(st.max_temperature_c, g.temperature_c.value_or(0));
-        if (std::any_of(g.throttle_reasons.begin(), g.throttle_reasons.end(), slowdown_reason))
-            st.throttle_share += 1;
-        if (g.utilization_pct && *g.utilization_pct < 5) st.idle_share += 1;
-    }
-
-    void add_ports(const Rates& r, const Snapshot& s) {
-        for (const auto& p : s.rdma) {
-            auto& acc = ports_[p.key()];
-            acc.stats.port = p.key(), acc.stats.netdev = p.netdev;
-            const auto* c = r.rdma_counters.count(p.key()) ? &r.rdma_counters.at(p.key()) : nullptr;
-            const auto* hw = r.rdma_hw_counters.count(p.key()) ? &r.rdma_hw_counters.at(p.key()) : nullptr;
-            acc.stats.rx_bytes += 4 * sum_of(c, {"port_rcv_data"});
-            acc.stats.tx_bytes += 4 * sum_of(c, {"port_xmit_data"});
-            acc.stats.cnp_per_second += sum_of(hw, {"np_cnp_sent", "rp_cnp_handled"});
-            acc.stats.ecn_marked_per_second += sum_of(hw, {"np_ecn_marked_roce_packets"});
-            acc.rcv_packets += sum_of(c, {"port_rcv_packets"});
-            acc.lost +=
-                sum_of(hw, {"out_of_sequence", "packet_seq_err", "duplicate_request", "implied_nak_seq_err"});
-            acc.seconds += r.interval_seconds;
-            if (!p.netdev.empty() && r.interfaces.count(p.netdev))
-                acc.paused_us +=
-                    sum_of(&r.interfaces.at(p.netdev), {"rx_pause_duration", "tx_pause_duration"});
-        }
-    }
-
-    std::map<std::string, GpuStats> gpus_;
-    std::map<std::string, PortAccumulator> ports_;
-    std::optional<Snapshot> previous_;
-};
-
-// As in a node's verdict: reasons that set the label first, then other warnings, then info; earliest
-// first inside each group (the root cause before its symptoms).
-void order_reasons(StepVerdict& v) {
-    auto group = [&](const ReasonSummary& r) {
-        if (r.reason.label == v.label) return 0;
-        return r.reason.severity == "info" ? 2 : 1;
-    };
-    std::stable_sort(v.reasons.begin(), v.reasons.end(), [&](const ReasonSummary& a, const ReasonSummary& b) {
-        if (group(a) != group(b)) return group(a) < group(b);
-        return a.reason.first_seen < b.reason.first_seen;
-    });
-}
-
-void merge_verdicts(JobReport& job) {
-    StepVerdict& v = job.verdict;
-    int best_rank = -1;
-    const NodeRecording* worst = nullptr;
-    for (const auto& n : job.nodes) {
-        const StepVerdict& nv = n.replay.verdict;
-        const int rank = label_rank(nv.label);
-        const bool earlier =
-            worst && !nv.reasons.empty() && !worst->replay.verdict.reasons.empty() &&
-            nv.reasons.front().reason.first_seen < worst->replay.verdict.reasons.front().reason.first_seen;
-        if (rank > best_rank || (rank == best_rank && earlier)) best_rank = rank, worst = &n;
-        for (auto r : nv.reasons) {
-            if (job.nodes.size() > 1)
-                r.reason.subject = n.host + (r.reason.subject.empty() ? "" : ":" + r.reason.subject);
-            v.reasons.push_back(std::move(r));
-        }
-        for (const auto& u : nv.unknown_reasons)
-            if (std::find(v.unknown_reasons.begin(), v.unknown_reasons.end(), u) == v.unknown_reasons.end())
-                v.unknown_reasons.push_back(u);
-        v.start_time = v.samples ? std::min(v.start_time, nv.start_time) : nv.start_time;
-        v.end_time = std::max(v.end_time, nv.end_time);
-        v.samples += nv.samples;
-    }
-    std::stable_sort(v.reasons.begin(), v.reasons.end(), [](const ReasonSummary& a, const ReasonSummary& b) {
-        return a.reason.first_seen < b.reason.first_seen;
-    });
-    if (!worst) return;
-    v.label = worst->replay.verdict.label;
-    v.confidence = worst->replay.verdict.confidence;
-    v.bottleneck_hint = worst->replay.verdict.bottleneck_hint;
-    v.worst_gpu = worst->replay.verdict.worst_gpu;
-    v.worst_port = worst->replay.verdict.worst_port;
-    v.worst_interface = worst->replay.verdict.worst_interface;
-    if (job.nodes.size() > 1 && best_rank >= 2) job.worst_node = worst->host;
-    job.worst_port =
-        v.worst_port.empty() ? "" : (job.nodes.size() > 1 ? worst->host + ":" : "") + v.worst_port;
-}
-
-// A node whose GPUs run well below its peers' (30 %) holds back every collective of the job; no single
-// node's verdict can see that, so it becomes a job-level reason here.
-void find_straggler_node(JobReport& job) {
-    std::vector<double> node_utils;
+// A node whose GPUs run well below (< 70 % of) the median node of the same step holds back every
+// collective of that step; no single node's verdict can see that, so each one becomes a job reason.
+void find_straggler_nodes(JobReport& job) {
+    std::map<std::string, std::vector<double>> utils_by_step;
+    for (const auto& n : job.nodes)
+        if (n.mean_gpu_util_pct) utils_by_step[n.step_id].push_back(*n.mean_gpu_util_pct);
+    std::map<std::string, double> medians;
+    for (const auto& [step, utils] : utils_by_step)
+        if (utils.size() >= 2) medians[step] = median(utils);
     const NodeRecording* slowest = nullptr;
-    for (const auto& n : job.nodes) {
-        if (n.mean_gpu_util_pct < 0) continue;
-        node_utils.push_back(n.mean_gpu_util_pct);
-        if (!slowest || n.mean_gpu_util_pct < slowest->mean_gpu_util_pct) slowest = &n;
+    std::set<std::string> hosts;
+    for (auto& n : job.nodes) {
+        const auto m = medians.find(n.step_id);
+        if (!n.mean_gpu_util_pct || m == medians.end() || m->second <= 20 ||
+            *n.mean_gpu_util_pct >= 0.7 * m->second)
+            continue;
+        n.straggler = true;
+        if (label_rank(n.label) < label_rank(kLabelSlow)) n.label = kLabelSlow;
+        hosts.insert(n.host);
+        if (!slowest || *n.mean_gpu_util_pct < *slowest->mean_gpu_util_pct) slowest = &n;
+        ReasonSummary r;
+        r.reason.code = "node_straggler";
+        r.reason.category = "gpu";
+        r.reason.severity = "warning";
+        r.reason.label = kLabelSlow;
+        r.reason.subject = n.host;
+        char msg[256];
+        std::snprintf(
+            msg, sizeof msg,
+            "GPUs at %.0f %% mean utilization while the step's nodes run at %.0f %% (median) - this "
+            "node holds back every collective",
+            *n.mean_gpu_util_pct, m->second);
+        r.reason.message = n.host + ": " + msg;
+        r.reason.evidence = {{"node_util_pct", *n.mean_gpu_util_pct},
+                             {"median_node_util_pct", m->second},
+                             {"threshold_frac_of_median", 0.7}};
+        r.reason.first_seen = n.verdict.start_time;
+        r.last_seen = n.verdict.end_time;
+        r.samples = n.verdict.samples;
+        r.duration_seconds = n.verdict.duration_seconds();
+        r.share = job.verdict.duration_seconds() > 0
+                      ? std::min(1.0, r.duration_seconds / job.verdict.duration_seconds())
+                      : 0;
+        job.verdict.reasons.push_back(std::move(r));
     }
-    const double node_median = median(node_utils);
-    if (!slowest || node_utils.size() < 2 || node_median <= 20 ||
-        slowest->mean_gpu_util_pct >= 0.7 * node_median)
-        return;
+    if (!slowest) return;
     job.straggler_node = slowest->host;
-    ReasonSummary r;
-    r.reason.code = "node_straggler";
-    r.reason.category = "gpu";
-    r.reason.severity = "warning";
-    r.reason.label = kLabelSlow;
-    r.reason.subject = slowest->host;
-    char msg[256];
-    std::snprintf(
-        msg, sizeof msg,
-        "%s: GPUs at %.0f %% mean utilization while the job's nodes run at %.0f %% (median) - this node "
-        "holds back every collective",
-        slowest->host.c_str(), slowest->mean_gpu_util_pct, node_median);
-    r.reason.message = msg;
-    r.reason.evidence = {{"node_util_pct", slowest->mean_gpu_util_pct},
-                         {"median_node_util_pct", node_median},
-                         {"threshold_frac_of_median", 0.7}};
-    r.reason.first_seen = slowest->replay.verdict.start_time;
-    r.last_seen = slowest->replay.verdict.end_time;
-    r.samples = slowest->replay.verdict.samples;
-    r.duration_seconds = slowest->replay.verdict.duration_seconds();
-    r.share = job.verdict.duration_seconds() > 0 ? r.duration_seconds / job.verdict.duration_seconds() : 0;
-    job.verdict.reasons.push_back(std::move(r));
+    job.straggler_nodes.assign(hosts.begin(), hosts.end());
     if (label_rank(job.verdict.label) < label_rank(kLabelSlow)) {
         job.verdict.label = kLabelSlow;
         job.verdict.bottleneck_hint = "compute";
+        job.verdict.unknown_reasons.clear();
         job.worst_node = slowest->host;
     }
 }
 
-// A GPU well below the other GPUs of its own node (a whole slow node is the straggler node instead).
+// A GPU well below the other GPUs of its own node (a whole slow node is a straggler node instead).
 void find_straggler_gpu(JobReport& job) {
-    std::map<std::string, std::vector<const GpuStats*>> by_host;
-    for (const auto& g : job.gpus) by_host[g.host].push_back(&g);
     double worst_gap = 0;
-    for (const auto& [host, gpus] : by_host) {
+    for (const auto& n : job.nodes) {
         std::vector<double> utils;
-        for (const auto* g : gpus) utils.push_back(g->mean_util_pct);
+        for (const auto& g : n.stats.gpus)
+            if (g.mean_util_pct) utils.push_back(*g.mean_util_pct);
         const double m = median(utils);
-        for (const auto* g : gpus)
-            if (gpus.size() >= 2 && m > 20 && g->mean_util_pct < 0.7 * m &&
-                m - g->mean_util_pct > worst_gap) {
-                worst_gap = m - g->mean_util_pct;
-                job.straggler_gpu = host + ":" + (g->uuid.empty() ? std::to_string(g->index) : g->uuid);
+        if (utils.size() < 2 || m <= 20) continue;
+        for (const auto& g : n.stats.gpus)
+            if (g.mean_util_pct && *g.mean_util_pct < 0.7 * m && m - *g.mean_util_pct > worst_gap) {
+                worst_gap = m - *g.mean_util_pct;
+                job.straggler_gpu = n.host + ":GPU " + std::to_string(g.index);
             }
     }
 }
 
-void find_worst_port(JobReport& job) {
-    if (!job.worst_port.empty()) return;
-    auto score = [](const PortStats& s) {
-        return s.loss_per_million_packets + s.cnp_per_second + s.pause_occupancy * 1e4;
-    };
-    const PortStats* worst = nullptr;
-    for (const auto& s : job.ports)
-        if (score(s) > 0 && (!worst || score(s) > score(*worst))) worst = &s;
-    if (worst) job.worst_port = (job.nodes.size() > 1 ? worst->host + ":" : "") + worst->port;
+double port_score(const PortStats& s) {
+    return s.loss_per_million_packets.value_or(0) + s.cnp_per_second.value_or(0) +
+           s.pause_occupancy.value_or(0) * 1e4;
 }
 
-// A timeline without a verdict line: its helper stopped before the step ended (SIGKILL, OOM kill, crash)
-// or is still running. What it flushed is replayed as usual; the job verdict says the recording is
-// partial, and a FAST over partial data becomes UNKNOWN (silence must not read as FAST).
+void find_worst_port(JobReport& job) {
+    if (!job.worst_port.empty()) return;
+    const PortStats* worst = nullptr;
+    for (const auto& s : job.ports)
+        if (port_score(s) > 0 && (!worst || port_score(s) > port_score(*worst))) worst = &s;
+    if (worst) job.worst_port = (job.hosts > 1 ? worst->host + ":" : "") + worst->port;
+}
+
+// A recording without any verdict (no verdict file, no verdict line): its helper stopped before the
+// step ended (SIGKILL, OOM kill, crash) or is still running. What it flushed was replayed; the job verdict
+// names the node, and a FAST over partial data becomes UNKNOWN (silence must not read as FAST).
 void note_incomplete_recordings(JobReport& job) {
-    for (const auto& n : job.nodes) {
-        if (n.replay.recorded_verdict.is_object() || !n.replay.header.is_object()) continue;
+    std::set<std::string> missing;
+    for (auto& n : job.nodes) {
+        if (!n.incomplete) continue;
+        missing.insert(n.host);
+        if (n.label == kLabelFast) n.label = kLabelUnknown;  // partial data never reads as FAST
+        const std::string what = n.timeline_path.empty() ? "no timeline" : base_name(n.timeline_path);
         ReasonSummary r;
         r.reason.code = "recording_incomplete";
         r.reason.category = "telemetry";
         r.reason.severity = "warning";
         r.reason.label = kLabelUnknown;
         r.reason.subject = n.host;
-        r.reason.message = n.host + ": " + n.timeline_path +
-                           " ends without a verdict line - the helper stopped before the step ended "
-                           "(killed, crashed, or still running); the " +
-                           std::to_string(n.replay.samples) + " samples it flushed" +
-                           (n.replay.samples ? " (up to " + format_rfc3339(n.replay.verdict.end_time) + ")"
-                                             : std::string()) +
-                           " are replayed";
-        r.reason.evidence = {{"samples_flushed", static_cast<double>(n.replay.samples)}};
-        r.reason.first_seen = n.replay.verdict.end_time;
-        r.last_seen = n.replay.verdict.end_time;
+        r.reason.evidence = {{"samples_flushed", static_cast<double>(n.verdict.samples)}};
+        if (n.verdict.samples > 0) {
+            r.reason.message = n.host + ": " + n.timeline_path +
+                               " ends without a verdict line - the helper stopped before the step ended "
+                               "(killed, crashed, or still running); the " +
+                               std::to_string(n.verdict.samples) + " samples it flushed (up to " +
+                               format_rfc3339(n.verdict.end_time) + ") are replayed";
+            r.reason.first_seen = r.last_seen = n.verdict.end_time;
+        } else {
+            r.reason.message = n.host + ": " + what + " holds no sample" +
+                               (n.verdict_recorded ? "" : " and there is no verdict") +
+                               " - the helper stopped at once (killed, crashed) or never sampled; this "
+                               "node is left out of the job's numbers";
+            r.reason.first_seen = r.last_seen = job.verdict.end_time;
+        }
         job.verdict.reasons.push_back(std::move(r));
         if (job.verdict.label == kLabelFast || job.verdict.label == kLabelUnknown) {
             job.verdict.label = kLabelUnknown;
-            if (std::find(job.verdict.unknown_reasons.begin(), job.verdict.unknown_reasons.end(),
-                          "recording_incomplete") == job.verdict.unknown_reasons.end())
-                job.verdict.unknown_reasons.push_back("recording_incomplete");
+            add_unknown_reason(job.verdict, "recording_incomplete");
         }
     }
+    job.missing_nodes.assign(missing.begin(), missing.end());
 }
 
-void write_notes(JobReport& job) {
-    char buf[256];
-    int idle = 0;
-    double idle_share = 0;
-    for (const auto& g : job.gpus)
-        if (g.idle_share >= 0.3) ++idle, idle_share = std::max(idle_share, g.idle_share);
-    if (idle) {
-        std::snprintf(buf, sizeof buf, "%d of %zu GPUs idle for up to %.0f %% of the step", idle,
-                      job.gpus.size(), idle_share * 100);
-        job.notes.push_back(buf);
+void summarize_steps(JobReport& job) {
+    std::map<std::string, StepSummary> steps;
+    std::set<std::string> hosts;
+    for (const auto& n : job.nodes) {
+        hosts.insert(n.host);
+        StepSummary& s = steps[n.step_id];
+        const bool first_times = s.samples == 0;
+        s.step_id = n.step_id;
+        ++s.nodes;
+        if (n.verdict.samples <= 0 || n.verdict.end_time <= 0) continue;
+        s.start_time = first_times ? n.verdict.start_time : std::min(s.start_time, n.verdict.start_time);
+        s.end_time = first_times ? n.verdict.end_time : std::max(s.end_time, n.verdict.end_time);
+        s.samples += n.verdict.samples;
     }
-    for (const auto& g : job.gpus)
-        if (g.throttle_share >= 0.1) {
-            std::snprintf(buf, sizeof buf,
-                          "GPU %d on %s throttled (power/thermal/HW slowdown) in %.0f %% of samples", g.index,
-                          g.host.c_str(), g.throttle_share * 100);
-            job.notes.push_back(buf);
-        }
-    for (const auto& p : job.ports) {
-        if (p.pause_occupancy >= 0.05) {
-            std::snprintf(buf, sizeof buf,
-                          "PFC pause occupancy %.0f %% on %s (%s) - fabric congestion upstream",
-                          p.pause_occupancy * 100, p.port.c_str(), p.host.c_str());
-            job.notes.push_back(buf);
-        }
-        if (p.loss_per_million_packets >= 1) {
-            std::snprintf(buf, sizeof buf, "%.1f RDMA packets lost per million received on %s (%s)",
-                          p.loss_per_million_packets, p.port.c_str(), p.host.c_str());
-            job.notes.push_back(buf);
-        }
-    }
-    if (!job.straggler_node.empty())
-        job.notes.push_back("straggler node: " + job.straggler_node +
-                            " (GPU utilization well below its peers)");
-    if (!job.straggler_gpu.empty()) job.notes.push_back("straggler GPU: " + job.straggler_gpu);
+    for (auto& [id, s] : steps) job.step_summaries.push_back(s);
+    job.steps = static_cast<int>(steps.size());
+    job.hosts = static_cast<int>(hosts.size());
 }
 
 }  // namespace
 
 JobReport build_job_report(const std::vector<std::string>& inputs) {
     JobReport job;
-    for (const auto& path : expand_inputs(inputs, job.warnings)) {
-        NodeRecording node;
-        node.timeline_path = path;
-        NodeStatsAccumulator stats;
-        std::string error;
-        if (!replay_timeline(path, std::nullopt, false, node.replay, error,
-                             [&](const Snapshot& s) { stats.add(s); })) {
-            job.warnings.push_back(error);
-            continue;
-        }
-        const ReplayResult& r = node.replay;
-        for (const auto& w : r.warnings) job.warnings.push_back(w);
-        auto header_string = [&](const char* key) {
-            const auto it = r.header.is_object() ? r.header.find(key) : r.header.end();
-            return r.header.is_object() && it != r.header.end() && it->is_string() ? it->get<std::string>()
-                                                                                   : std::string();
-        };
-        node.host = header_string("host");
-        node.step_id = header_string("step_id");
-        if (r.first_sample) {
-            if (node.host.empty()) node.host = r.first_sample->host;
-            const auto& ctx = r.first_sample->context;
-            if (job.job_id.empty()) job.job_id = ctx.job_id, job.user = ctx.user, job.job_name = ctx.job_name;
-        }
-        std::vector<GpuStats> gpus;
-        stats.finish(node.host, gpus, job.ports);
-        if (gpus.empty() && r.first_sample && !r.first_sample->context.gpus.empty()) {
-            // Say why allocated GPUs show no numbers (no driver, NVML missing) instead of a silent "0 GPUs".
-            std::string why = "no GPU telemetry";
-            for (const auto& w : r.first_sample->warnings)
-                if (w.find("GPU") != std::string::npos) why = w;
-            job.notes.push_back(node.host + ": " + std::to_string(r.first_sample->context.gpus.size()) +
-                                " GPU(s) allocated but none measured - " + why);
-        }
-        if (!gpus.empty()) {
-            node.mean_gpu_util_pct = 0;
-            for (const auto& g : gpus)
-                node.mean_gpu_util_pct += g.mean_util_pct / static_cast<double>(gpus.size());
-        }
-        job.gpus.insert(job.gpus.end(), gpus.begin(), gpus.end());
-        job.nodes.push_back(std::move(node));
+    for (const auto& [key, files] : find_recordings(inputs, job.warnings))
+        job.nodes.push_back(load_recording(job, files));
+    std::stable_sort(job.nodes.begin(), job.nodes.end(), [](const NodeRecording& a, const NodeRecording& b) {
+        return std::tie(a.step_id, a.host) < std::tie(b.step_id, b.host);
+    });
+    for (const auto& n : job.nodes) {
+        job.gpus.insert(job.gpus.end(), n.stats.gpus.begin(), n.stats.gpus.end());
+        job.ports.insert(job.ports.end(), n.stats.ports.begin(), n.stats.ports.end());
     }
+    summarize_steps(job);
     merge_verdicts(job);
-    find_straggler_node(job);
+    find_straggler_nodes(job);
     find_straggler_gpu(job);
     find_worst_port(job);
     note_incomplete_recordings(job);
     order_reasons(job.verdict);
-    if (job.nodes.size() > 1) job.verdict.worst_port = job.worst_port;
-    write_notes(job);
+    if (job.hosts > 1) job.verdict.worst_port = job.worst_port;
+    if (!job.verdict.reasons.empty()) {
+        job.root_cause = job.verdict.reasons.front();
+        const std::string& subject = job.root_cause->reason.subject;
+        job.root_cause_node = job.hosts > 1 ? subject.substr(0, subject.find(':')) : job.nodes.front().host;
+    }
+    write_job_notes(job);
     return job;
 }
 

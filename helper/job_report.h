@@ -1,53 +1,82 @@
-// A job seen through all its recordings (one timeline per step per node): per-node verdicts, per-GPU and
-// per-port statistics, the merged job verdict, straggler and worst node/port, plain-language notes.
-// Used by `report` (what an admin reads first) and `summarize` (the epilog's summary.json/.txt).
+// A job seen through all its recordings (one per step per node): per-node verdicts, per-GPU and per-port
+// statistics, the merged job verdict, stragglers and worst node/port, plain-language notes.
+// Used by `report` (what an admin reads first) and `summarize` (summary.json/.txt, written once per job).
+//
+// The merge reads the N small verdict.<step>.<host>.json files (their `node_stats` carry the per-GPU and
+// per-port figures); a timeline is replayed only for a recording whose verdict is missing, unreadable or
+// written by a helper before node_stats existed.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "helper/node_stats.h"
 #include "helper/replay_timeline.h"
 
 namespace stallscope::cli {
 
-struct GpuStats {
-    std::string host, uuid, name;
-    int index = -1;
-    int samples = 0;
-    double mean_util_pct = 0, mean_memory_pct = 0, mean_power_w = 0, max_temperature_c = 0;
-    double throttle_share = 0;  // samples with a slowdown reason (power/thermal/HW), 0..1
-    double idle_share = 0;      // samples at < 5 % utilization, 0..1
-};
-
-struct PortStats {
-    std::string host, port, netdev;
-    double rx_bytes = 0, tx_bytes = 0;                     // over the recording
-    double cnp_per_second = 0, ecn_marked_per_second = 0;  // averages
-    double pause_occupancy = 0;           // share of time paused (pause_duration), 0..1, when exposed
-    double loss_per_million_packets = 0;  // out_of_sequence + packet_seq_err + ... per 1e6 received
-};
-
 struct NodeRecording {
-    std::string host, step_id, timeline_path;
-    ReplayResult replay;
-    double mean_gpu_util_pct = -1;  // -1: no GPU data
+    std::string host, step_id, timeline_path, verdict_path;
+    StepVerdict verdict;  // the node's own verdict: from its verdict file, else replayed
+    NodeStats stats;
+    std::optional<double> mean_gpu_util_pct;  // empty: no GPU data
+    std::string source;                       // "verdict" | "replay" (how the merge got it)
+    bool verdict_recorded = false;            // a verdict file or a timeline verdict line exists
+    bool incomplete = false;                  // no verdict at all, or no sample: recording_incomplete
+    bool straggler = false;                   // GPUs well below the step's median node
+    std::string label;  // the node row's label: its own, raised to SLOW when it is a straggler
+};
+
+struct StepSummary {
+    std::string step_id;
+    int nodes = 0, samples = 0;
+    double start_time = 0, end_time = 0;  // over the recordings with samples
+    double duration_seconds() const { return end_time > start_time ? end_time - start_time : 0; }
 };
 
 struct JobReport {
     std::string job_id, user, job_name;
-    std::vector<NodeRecording> nodes;
-    std::vector<GpuStats> gpus;
+    std::vector<NodeRecording> nodes;  // one per recording (step x host), by step then host
+    std::vector<GpuStats> gpus;        // by host, then index
     std::vector<PortStats> ports;
-    StepVerdict verdict;  // merged: worst label, reasons of every node ordered earliest first
+    StepVerdict
+        verdict;    // merged: worst label, every node's reasons (subject host:subject), root cause first
+    int steps = 0;  // distinct step ids
+    int hosts = 0;  // distinct hosts
+    std::vector<StepSummary> step_summaries;
     std::string worst_node, straggler_node, straggler_gpu, worst_port;
+    std::vector<std::string> straggler_nodes;  // every straggler host, natural order
+    // Hosts with a recording_incomplete recording: no verdict (no file, no timeline verdict line) or not
+    // a single sample.
+    std::vector<std::string> missing_nodes;
+    std::optional<ReasonSummary> root_cause;  // verdict.reasons[0]; subject "host:subject" when >1 host
+    std::string root_cause_node;              // the host root_cause is about
     std::vector<std::string> notes;
     std::vector<std::string> warnings;
 };
 
-// Expands directories to their timeline.*.jsonl files. Unreadable inputs become warnings.
+// Directories: their verdict.*.json and timeline.* files, paired by <step>.<host>. Files: verdict.*.json
+// is read as a verdict, anything else replayed as a timeline. Unreadable inputs become warnings.
 JobReport build_job_report(const std::vector<std::string>& inputs);
 
+// Plain-language notes of a built report (idle/throttled GPUs, paused or lossy ports, stragglers), grouped
+// when many nodes share one; called by build_job_report.
+void write_job_notes(JobReport& report);
+
 Json job_report_json(const JobReport& report);
-std::string job_report_text(const JobReport& report);
+
+struct ReportView {
+    bool all = false;            // every node, reason, GPU and port, ungrouped
+    std::string node;            // one host in full detail
+    std::size_t top_nodes = 10;  // worst/outlier node rows in the default view
+};
+// Default: fits a screen at any job size (grouped reasons, utilization distribution, top nodes).
+std::string job_report_text(const JobReport& report, const ReportView& view = {});
+
+// Slurm-style host list: gpu-node-[01-03,07],login1 (names sorted naturally, runs of numbers compressed).
+std::string compress_host_list(std::vector<std::string> hosts);
+// Control characters (C0, DEL, C1) as \xNN: names and messages come from files the job user writes.
+std::string printable(const std::string& text);
 
 }  // namespace stallscope::cli

@@ -1,10 +1,8 @@
-// JSON and text renderings of a JobReport (part of job_report.h).
-#include <algorithm>
+// The JSON rendering of a JobReport (part of job_report.h): full data at any job size, summary.json.
+// Keys only ever added (people and tools read summary.json); a value that was not measured is null.
 #include <cmath>
-#include <cstdio>
 
 #include "helper/job_report.h"
-#include "helper/text_output.h"
 
 namespace stallscope::cli {
 namespace {
@@ -13,19 +11,12 @@ Json round2(double v) {
     return std::round(v * 100.0) / 100.0;
 }
 
-std::string bar(double pct) {
-    const int filled = static_cast<int>(std::lround(std::clamp(pct, 0.0, 100.0) / 5.0));
-    return std::string(static_cast<std::size_t>(filled), '#') +
-           std::string(static_cast<std::size_t>(20 - filled), '.');
+Json round2(const std::optional<double>& v) {
+    return v && std::isfinite(*v) ? round2(*v) : Json(nullptr);
 }
 
-std::string human_bytes(double b) {
-    const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-    int u = 0;
-    while (b >= 1024 && u < 5) b /= 1024, ++u;
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.1f %s", b, units[u]);
-    return buf;
+Json optional_number(const std::optional<double>& v) {
+    return v && std::isfinite(*v) ? Json(*v) : Json(nullptr);
 }
 
 }  // namespace
@@ -36,27 +27,49 @@ Json job_report_json(const JobReport& r) {
     o["verdict"] = to_json(r.verdict);
     o["worst_node"] = r.worst_node;
     o["straggler_node"] = r.straggler_node;
+    o["straggler_nodes"] = r.straggler_nodes;
+    o["missing_nodes"] = r.missing_nodes;
     o["straggler_gpu"] = r.straggler_gpu;
     o["worst_port"] = r.worst_port;
+    o["root_cause_node"] = r.root_cause_node;
+    o["step_count"] = r.steps;
+    o["host_count"] = r.hosts;
+    o["steps"] = Json::array();
+    for (const auto& s : r.step_summaries)
+        o["steps"].push_back(Json{{"step_id", s.step_id},
+                                  {"nodes", s.nodes},
+                                  {"samples", s.samples},
+                                  {"start", s.samples ? Json(format_rfc3339(s.start_time)) : Json(nullptr)},
+                                  {"end", s.samples ? Json(format_rfc3339(s.end_time)) : Json(nullptr)},
+                                  {"duration_seconds", round2(s.duration_seconds())}});
     o["nodes"] = Json::array();
     for (const auto& n : r.nodes)
-        o["nodes"].push_back(Json{
-            {"host", n.host},
-            {"step_id", n.step_id},
-            {"timeline", n.timeline_path},
-            {"label", n.replay.verdict.label},
-            {"confidence", round2(n.replay.verdict.confidence)},
-            {"top_reason", n.replay.verdict.reasons.empty() ? Json(nullptr)
-                                                            : Json(n.replay.verdict.reasons[0].reason.code)},
-            {"samples", n.replay.verdict.samples},
-            {"mean_gpu_util_pct", n.mean_gpu_util_pct >= 0 ? round2(n.mean_gpu_util_pct) : Json(nullptr)},
-            {"verdict_recorded", n.replay.matches_recorded.has_value()}});
+        o["nodes"].push_back(
+            Json{{"host", n.host},
+                 {"step_id", n.step_id},
+                 {"timeline", n.timeline_path},
+                 {"verdict_file", n.verdict_path},
+                 {"source", n.source},
+                 {"label", n.label},
+                 {"node_verdict_label", n.verdict.label},
+                 {"confidence", round2(n.verdict.confidence)},
+                 {"top_reason",
+                  n.verdict.reasons.empty() ? Json(nullptr) : Json(n.verdict.reasons[0].reason.code)},
+                 {"samples", n.verdict.samples},
+                 {"gpus_allocated", n.stats.gpus_allocated},
+                 {"gpus_measured", n.stats.gpus_measured()},
+                 {"mean_gpu_util_pct", round2(n.mean_gpu_util_pct)},
+                 {"straggler", n.straggler},
+                 {"recording_incomplete", n.incomplete},
+                 {"verdict_recorded", n.verdict_recorded}});
     o["gpus"] = Json::array();
     for (const auto& g : r.gpus)
         o["gpus"].push_back(Json{{"host", g.host},
+                                 {"step_id", g.step_id},
                                  {"index", g.index},
                                  {"uuid", g.uuid},
                                  {"name", g.name},
+                                 {"samples", g.samples},
                                  {"mean_util_pct", round2(g.mean_util_pct)},
                                  {"mean_memory_pct", round2(g.mean_memory_pct)},
                                  {"mean_power_w", round2(g.mean_power_w)},
@@ -66,10 +79,11 @@ Json job_report_json(const JobReport& r) {
     o["ports"] = Json::array();
     for (const auto& p : r.ports)
         o["ports"].push_back(Json{{"host", p.host},
+                                  {"step_id", p.step_id},
                                   {"port", p.port},
                                   {"netdev", p.netdev},
-                                  {"rx_bytes", p.rx_bytes},
-                                  {"tx_bytes", p.tx_bytes},
+                                  {"rx_bytes", optional_number(p.rx_bytes)},
+                                  {"tx_bytes", optional_number(p.tx_bytes)},
                                   {"cnp_per_second", round2(p.cnp_per_second)},
                                   {"ecn_marked_per_second", round2(p.ecn_marked_per_second)},
                                   {"pause_occupancy", round2(p.pause_occupancy)},
@@ -77,61 +91,6 @@ Json job_report_json(const JobReport& r) {
     o["notes"] = r.notes;
     o["warnings"] = r.warnings;
     return o;
-}
-
-std::string job_report_text(const JobReport& r) {
-    std::string out;
-    char buf[512];
-    std::size_t gpu_count = r.gpus.size();
-    std::snprintf(buf, sizeof buf, "Job %s (%s) user %s: %zu node(s), %zu GPU(s), %.0f s recorded\n",
-                  r.job_id.empty() ? "?" : r.job_id.c_str(), r.job_name.c_str(),
-                  r.user.empty() ? "?" : r.user.c_str(), r.nodes.size(), gpu_count,
-                  r.verdict.duration_seconds());
-    out += buf;
-    out += "Verdict: " + verdict_text(r.verdict);
-    if (!r.worst_node.empty()) out += "Worst node: " + r.worst_node + "\n";
-    if (!r.notes.empty()) {
-        out += "\nNotes:\n";
-        for (const auto& n : r.notes) out += "  * " + n + "\n";
-    }
-    out += "\nNodes:\n";
-    for (const auto& n : r.nodes) {
-        std::snprintf(buf, sizeof buf, "  %-16s step %-6s %-9s conf %.2f  %5d samples  GPU util %s\n",
-                      n.host.c_str(), n.step_id.c_str(), n.replay.verdict.label.c_str(),
-                      n.replay.verdict.confidence, n.replay.verdict.samples,
-                      n.mean_gpu_util_pct >= 0
-                          ? (std::to_string(static_cast<int>(n.mean_gpu_util_pct)) + " %").c_str()
-                          : "-");
-        out += buf;
-    }
-    if (!r.gpus.empty()) {
-        out +=
-            "\nGPUs (mean over the step):\n  host             gpu  util                      memory   power  "
-            "  maxT  throttle\n";
-        for (const auto& g : r.gpus) {
-            std::snprintf(buf, sizeof buf, "  %-16s %3d  %s %3.0f%%  %5.1f%%  %6.1fW  %4.0fC  %5.1f%%\n",
-                          g.host.c_str(), g.index, bar(g.mean_util_pct).c_str(), g.mean_util_pct,
-                          g.mean_memory_pct, g.mean_power_w, g.max_temperature_c, g.throttle_share * 100);
-            out += buf;
-        }
-    }
-    if (!r.ports.empty()) {
-        out +=
-            "\nFabric ports:\n  host             port        netdev         rx         tx     CNP/s   ECN/s  "
-            "pause  loss/M\n";
-        for (const auto& p : r.ports) {
-            std::snprintf(buf, sizeof buf, "  %-16s %-11s %-10s %10s %10s %8.1f %7.1f %5.1f%% %7.2f\n",
-                          p.host.c_str(), p.port.c_str(), p.netdev.empty() ? "-" : p.netdev.c_str(),
-                          human_bytes(p.rx_bytes).c_str(), human_bytes(p.tx_bytes).c_str(), p.cnp_per_second,
-                          p.ecn_marked_per_second, p.pause_occupancy * 100, p.loss_per_million_packets);
-            out += buf;
-        }
-    }
-    if (!r.warnings.empty()) {
-        out += "\nWarnings:\n";
-        for (const auto& w : r.warnings) out += "  " + w + "\n";
-    }
-    return out;
 }
 
 }  // namespace stallscope::cli

@@ -55,6 +55,13 @@ Json verdict_document(const Json& header, const StepVerdict& verdict, const std:
     return d;
 }
 
+Json verdict_document(const Json& header, const StepVerdict& verdict, const std::string& timeline_path,
+                      const std::vector<std::string>& warnings, const Json& node_stats) {
+    Json d = verdict_document(header, verdict, timeline_path, warnings);
+    if (node_stats.is_object()) d["node_stats"] = node_stats;
+    return d;
+}
+
 std::vector<Json> events_between(const Snapshot* previous, const Snapshot& current) {
     // Called every sample and almost always empty: no strings built unless there is an event.
     std::vector<Json> events;

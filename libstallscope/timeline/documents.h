@@ -20,6 +20,12 @@ Json timeline_header(const Snapshot& first, double interval_seconds,
 // verdict.<step>.<host>.json: identity + the StepVerdict + what went wrong while recording.
 Json verdict_document(const Json& header, const StepVerdict& verdict, const std::string& timeline_path,
                       const std::vector<std::string>& warnings);
+// The same plus `node_stats` (per-GPU means, per-port stats, sample counts, start/end, GPUs allocated vs
+// measured: NodeStatsAccumulator::to_json() in the helper), what the job merge reads instead of the
+// timeline. An addition to stallscope.verdict/1: a verdict without it (older helper) makes the merge
+// replay that node's timeline. `node_stats` that is not an object is left out.
+Json verdict_document(const Json& header, const StepVerdict& verdict, const std::string& timeline_path,
+                      const std::vector<std::string>& warnings, const Json& node_stats);
 
 // Inventory events between two samples: link state changes, Xids (timeline "event" lines).
 std::vector<Json> events_between(const Snapshot* previous, const Snapshot& current);

@@ -51,9 +51,9 @@ TEST_CASE("the text report reads like jobstats: header, verdict, notes, per-GPU 
     const auto r = run_process({STALLSCOPE_EXE, "report", kJobDir});
     REQUIRE(r.exit_code == 0);
     for (const char* text :
-         {"Job 4242 (llama-70b-pretrain) user alice: 4 node(s), 32 GPU(s)", "Verdict: FAIL_RISK",
-          "PFC pause occupancy 30 % on mlx5_3/1 (gpu-node-02)", "straggler node: gpu-node-03", "####",
-          "Fabric ports:", "worst port: gpu-node-02:mlx5_3/1"})
+         {"Job 4242 (llama-70b-pretrain) user alice: 4 node(s), 1 step(s), 32 GPU(s) measured",
+          "Verdict: FAIL_RISK", "PFC pause occupancy 30 % on mlx5_3/1 (gpu-node-02)",
+          "straggler node: gpu-node-03", "####", "Fabric ports:", "worst port: gpu-node-02:mlx5_3/1"})
         CHECK_MESSAGE(r.out.find(text) != std::string::npos, text);
 }
 
@@ -70,7 +70,7 @@ TEST_CASE("a healthy single node gives no straggler and no notes") {
 TEST_CASE("report on a directory without timelines fails with a clear message") {
     const auto r = run_process({STALLSCOPE_EXE, "report", std::string(STALLSCOPE_FIXTURES_DIR) + "/nodes"});
     CHECK(r.exit_code == 1);
-    CHECK(r.err.find("no timeline.*.jsonl files") != std::string::npos);
+    CHECK(r.err.find("no verdict.*.json or timeline.*.jsonl files") != std::string::npos);
 }
 
 TEST_CASE("a timeline without its verdict line (helper killed mid-step) makes the job UNKNOWN, named") {
