@@ -61,6 +61,7 @@ Json to_json(const StepVerdict& v) {
     o["bottleneck_hint"] = v.bottleneck_hint;
     o["unknown_reasons"] = v.unknown_reasons;
     o["worst_gpu"] = v.worst_gpu;
+    o["worst_gpu_uuid"] = v.worst_gpu_uuid;
     o["worst_port"] = v.worst_port;
     o["worst_interface"] = v.worst_interface;
     o["samples"] = v.samples;

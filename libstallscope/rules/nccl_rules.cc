@@ -1,6 +1,7 @@
 #include "libstallscope/rules/nccl_rules.h"
 
 #include <algorithm>
+#include <set>
 
 namespace stallscope {
 namespace {
@@ -34,7 +35,9 @@ double median(std::vector<double> v) {
 
 }  // namespace
 
-void nccl_ras_rule(const RuleInput& in, std::vector<Finding>& out) {
+namespace {
+
+void ras_rule(const RuleInput& in, std::vector<Finding>& out, bool single_poll_missing) {
     const NcclState& n = in.cur.nccl;
     std::set<std::string> dead_seen;
     auto dead = [&](const NcclPeer& p, const std::string& how, Evidence ev) {
@@ -53,15 +56,15 @@ void nccl_ras_rule(const RuleInput& in, std::vector<Finding>& out) {
         for (const auto& p : r.dead_processes)
             dead(p, "RAS declared a process", Evidence{{"nccl_version", r.nccl_version}});
         for (const auto& c : r.communicators) {
-            std::vector<int> missing, dead_ranks;
+            std::vector<int> missing;
             for (const auto& m : c.missing) {
-                (m.considered_dead ? dead_ranks : missing).push_back(m.peer.rank);
+                if (!m.considered_dead) missing.push_back(m.peer.rank);
                 if (m.considered_dead)
                     dead(m.peer,
                          "RAS declared rank " + std::to_string(m.peer.rank) + " of " + comm_subject(c.hash),
                          Evidence{{"rank", static_cast<double>(m.peer.rank)}});
             }
-            if (!missing.empty())
+            if (single_poll_missing && !missing.empty())
                 out.push_back(make_finding(
                     "nccl_rank_missing", kNccl, "warning", kLabelFailRisk, comm_subject(c.hash),
                     SubjectKind::kOther,
@@ -88,6 +91,58 @@ void nccl_ras_rule(const RuleInput& in, std::vector<Finding>& out) {
                                                (aborted ? "; communicator aborting" : ""),
                                            Evidence{{"ranks", rank_list(failed)}, {"status", c.status}}, 3));
         }
+    }
+}
+
+}  // namespace
+
+void nccl_ras_rule(const RuleInput& in, std::vector<Finding>& out) {
+    ras_rule(in, out, /*single_poll_missing=*/true);
+}
+
+void nccl_ras_failure_rule(const RuleInput& in, std::vector<Finding>& out) {
+    ras_rule(in, out, /*single_poll_missing=*/false);
+}
+
+void NcclMissingRankRule::evaluate(const RuleInput& in, std::vector<Finding>& out) {
+    for (const auto& r : in.cur.nccl.ras) {
+        if (r.outcome != "ok" && r.outcome != "truncated") continue;  // a failed poll says nothing
+        std::map<std::string, Missing> next;
+        for (const auto& c : r.communicators) {
+            std::set<int> now;
+            for (const auto& m : c.missing)
+                if (!m.considered_dead) now.insert(m.peer.rank);  // dead ranks are nccl_rank_dead's
+            if (now.empty()) continue;
+            Missing& m = next[c.hash];
+            const auto prev = missing_.find(c.hash);
+            for (int rank : now) {
+                const bool before = prev != missing_.end() && prev->second.polls.count(rank);
+                m.polls[rank] = before ? prev->second.polls.at(rank) + 1 : 1;
+                m.since[rank] = before ? prev->second.since.at(rank) : r.time;
+            }
+            std::vector<int> persistent;
+            double since = 0;
+            for (const auto& [rank, polls] : m.polls)
+                if (polls >= 2) {
+                    persistent.push_back(rank);
+                    since = since == 0 ? m.since[rank] : std::min(since, m.since[rank]);
+                }
+            if (persistent.empty()) continue;  // one poll: a rank busy in a long kernel, not yet a finding
+            Finding f = make_finding(
+                "nccl_rank_missing", kNccl, "warning", kLabelFailRisk, comm_subject(c.hash),
+                SubjectKind::kOther,
+                "NCCL " + comm_subject(c.hash) + ": rank(s) " + rank_list(persistent) +
+                    " did not answer the RAS status collection in >= 2 consecutive polls (hung or "
+                    "unreachable process)",
+                Evidence{{"missing_ranks", rank_list(persistent)},
+                         {"size", static_cast<double>(c.size)},
+                         {"ras_timeouts", static_cast<double>(r.timeouts)},
+                         {"polls_threshold", 2.0}},
+                2);
+            f.since = since;
+            out.push_back(std::move(f));
+        }
+        missing_ = std::move(next);  // a rank that answered this poll starts over
     }
 }
 

@@ -50,6 +50,7 @@ class Profiler {
     BlockedProcessesRule blocked_;
     StaleTelemetryRule stale_;
     NcclHangRule nccl_hang_;
+    NcclMissingRankRule nccl_missing_;
     NcclInspectorRule nccl_inspector_;
     VerdictAccumulator verdict_;
 };
