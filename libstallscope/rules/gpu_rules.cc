@@ -168,9 +168,10 @@ void xid_rule(const RuleInput& in, std::vector<Finding>& out) {
 
     for (const auto& e : events) {
         XidClass c = xid_class(e.code, e.severity);
-        // Xid 94/95 carry NVIDIA's own verdict in the line ("RST: No, D-RST: No"): a contained ECC error
-        // needs an application restart, not a drained node, whatever the code's class says.
-        if ((e.code == 94 || e.code == 95) && e.message.find("RST: No") != std::string::npos &&
+        // Xid 94 carries NVIDIA's own verdict in the line ("RST: No, D-RST: No"): a contained ECC error
+        // needs an application restart, not a drained node, whatever the code's class says (95,
+        // uncontained, always needs a reset).
+        if (e.code == 94 && e.message.find("RST: No") != std::string::npos &&
             e.message.find("RST: Yes") == std::string::npos)  // also catches "D-RST: Yes"
             c = XidClass::kApp;
         Evidence ev = e.gpu ? gpu_evidence(*e.gpu) : Evidence{};
@@ -200,7 +201,7 @@ void xid_rule(const RuleInput& in, std::vector<Finding>& out) {
                     "gpu_xid_app_error", "gpu", "warning", kLabelFailRisk, subject, SubjectKind::kGpu,
                     head +
                         (e.code == 13 ? " (graphics engine exception)"
-                         : c == XidClass::kApp && (e.code == 94 || e.code == 95)
+                         : c == XidClass::kApp && e.code == 94
                              ? " (contained ECC error, RST: No: no GPU reset needed)"
                              : "") +
                         " — the application faulted on the GPU; the job is likely to die "
