@@ -16,11 +16,14 @@ namespace stallscope {
 // What a reason is about, so the verdict can name the worst GPU / port / interface.
 enum class SubjectKind { kGpu, kPort, kInterface, kHost, kOther };
 
+class NcclPeerNames;
+
 struct RuleInput {
     const Snapshot& cur;
     const Snapshot* prev;  // nullptr on the first sample
     const Rates* rates;    // nullptr on the first sample: delta rules stay silent
     const Thresholds& t;
+    const NcclPeerNames* peer_names = nullptr;  // host names of NCCL peers learned so far (the Profiler's)
 };
 
 struct Finding {

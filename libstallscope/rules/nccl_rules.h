@@ -11,6 +11,23 @@
 
 namespace stallscope {
 
+// Names RAS peers, which RAS reports by the IP address of their out-of-band interface, by host name
+// from what the samples tell: NCCL/PyTorch log lines (host + pid) and Inspector records (communicator +
+// rank + host). A peer is named when its pid or its (communicator, rank) was seen with a host name; its
+// IP then names every other process on that host. No DNS lookups: a replay must give the same verdict.
+class NcclPeerNames {
+  public:
+    void learn(const Snapshot& s);
+    // The host name of `p` (a rank of `comm`, or "" for job-level processes), or "" when unknown.
+    std::string host_of(const NcclPeer& p, const std::string& comm = "") const;
+
+  private:
+    void learn_peer(const NcclPeer& p, const std::string& comm);
+    std::map<std::int64_t, std::string> pid_host_;
+    std::map<std::pair<std::string, int>, std::string> rank_host_;
+    std::map<std::string, std::string> ip_host_;
+};
+
 // nccl_rank_dead (FAIL_RISK): a RAS DEAD process / considered_dead missing rank, or a MONITOR PEER_DEAD
 // event. nccl_async_error (FAIL_RISK): ranks with an asynchronous/initialisation error or an aborted
 // communicator. nccl_ras_rule also reports unanswered ranks of this one poll as nccl_rank_missing (the

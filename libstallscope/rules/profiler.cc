@@ -117,7 +117,8 @@ Profile Profiler::profile(const Snapshot& s) {
     const double interval = previous_ && s.time > previous_->time ? s.time - previous_->time : 0;
     if (previous_) rates_ = compute_rates(*previous_, s);
     const Rates* rates = rates_ ? &*rates_ : nullptr;
-    const RuleInput in{s, previous_ ? &*previous_ : nullptr, rates, t_};
+    if (!s.nccl.empty()) peer_names_.learn(s);
+    const RuleInput in{s, previous_ ? &*previous_ : nullptr, rates, t_, &peer_names_};
 
     std::vector<Finding> findings = run_rules(in);
     for (Finding& f : findings)

@@ -51,6 +51,7 @@ class Profiler {
     StaleTelemetryRule stale_;
     NcclHangRule nccl_hang_;
     NcclMissingRankRule nccl_missing_;
+    NcclPeerNames peer_names_;
     NcclInspectorRule nccl_inspector_;
     VerdictAccumulator verdict_;
 };

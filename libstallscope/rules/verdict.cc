@@ -172,7 +172,7 @@ void VerdictAccumulator::count_episode(Entry& e, double start, double seconds) {
 void VerdictAccumulator::add(const SampleOutcome& s) {
     if (samples_ == 0) start_ = s.time;
     if (s.host && host_.empty()) host_ = *s.host;
-    if (s.gpus)
+    if (s.gpus && gpu_names_.size() < s.gpus->size())  // names are stable: learn them once
         for (const Gpu& g : *s.gpus)
             if (g.index >= 0) gpu_names_.try_emplace(gpu_key(g), gpu_name(g));
     end_ = std::max(end_, s.time);

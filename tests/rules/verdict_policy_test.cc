@@ -278,3 +278,35 @@ TEST_CASE("repetition: nccl_rank_missing needs the same rank missing in two cons
     CHECK_FALSE(codes_after({{13}, {}, {13}, {}}));  // not consecutive
     CHECK(codes_after({{}, {13}, {13}}));            // two in a row: hung or unreachable
 }
+
+TEST_CASE("repetition: RAS peers are named by host when a log line or Inspector record tells") {
+    Profiler p;
+    for (int i = 0; i < 3; ++i) {
+        Snapshot s = node(i * 60.0);
+        NcclRasReport r;
+        r.time = s.time;
+        r.outcome = "ok";
+        NcclCommunicator c;
+        c.hash = "27a079b828ff1a75";
+        c.size = 16;
+        c.status = "RUNNING";
+        c.missing.push_back({{13, "10.0.0.4", 1234, "3"}, false, true});
+        r.communicators.push_back(c);
+        s.nccl.ras.push_back(r);
+        if (i == 0) {
+            NcclLogEvent e;
+            e.kind = "nccl_warn";
+            e.host = "gpu-node-4";
+            e.pid = 1234;
+            e.rank = 13;
+            s.nccl.log_events.push_back(e);
+        }
+        p.observe(std::move(s));
+    }
+    const auto* r = find(p.verdict(), "nccl_rank_missing");
+    REQUIRE(r != nullptr);
+    CHECK(r->reason.message.find("rank 13 on gpu-node-4") != std::string::npos);
+    // without anything naming the host, the IP stays (no DNS: a replay must give the same verdict)
+    NcclPeerNames unnamed;
+    CHECK(unnamed.host_of({13, "10.0.0.4", 1234, "3"}, "27a079b828ff1a75").empty());
+}

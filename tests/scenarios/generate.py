@@ -482,7 +482,14 @@ def hw_thermal_one_gpu(i, s):
 
 
 def ras_missing_persistent(i, s):
-    """Rank 5 stops answering RAS from t=120 s on, poll after poll."""
+    """Rank 5 stops answering RAS from t=120 s on, poll after poll. Its NCCL debug file (shared
+    filesystem) names its host, so the verdict can say gpu-node-06 instead of 10.0.0.6."""
+    if i == 1:
+        s["nccl"] = {"log_events": [{
+            "kind": "nccl_warn", "file": "/scratch/4242/nccl.gpu-node-06.77123.log", "host": "gpu-node-06",
+            "rank": 5, "pid": 77123, "fields": {},
+            "line": "gpu-node-06:77123:77190 [5] NCCL WARN [Service thread] Accept failed Resource "
+                    "temporarily unavailable"}]}
     if i % 2 == 0:
         missing = [{"peer": {"rank": 5, "host": "10.0.0.6", "pid": 77123, "gpus": "5"},
                     "considered_dead": False, "unresponsive": True}] if i >= 4 else []

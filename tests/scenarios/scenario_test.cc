@@ -263,3 +263,13 @@ TEST_CASE("NCCL reasons show next to the fabric reasons when both fire") {
     for (const auto& r : v["reasons"])
         if (r["code"] == "nccl_collective_hang") CHECK(r["evidence"]["lagging_ranks"] == "9");
 }
+
+TEST_CASE("a missing NCCL rank is named by its host when the NCCL log names it, not only by RAS's IP") {
+    const auto v = replay("ras_rank_missing_persistent");
+    REQUIRE(!v["reasons"].empty());
+    CHECK(v["reasons"][0]["code"] == "nccl_rank_missing");
+    CHECK(v["reasons"][0]["evidence"]["missing_hosts"] == "rank 5 on gpu-node-06");
+    // one unanswered poll is not a missing rank
+    const auto once = replay("healthy_ras_missing_once");
+    for (const auto& r : once["reasons"]) CHECK(r["code"] != "nccl_rank_missing");
+}
