@@ -64,6 +64,8 @@ Json to_json(const StepVerdict& v) {
     o["worst_gpu_uuid"] = v.worst_gpu_uuid;
     o["worst_port"] = v.worst_port;
     o["worst_interface"] = v.worst_interface;
+    o["gpus_allocated"] = v.gpus_allocated;
+    o["gpus_measured"] = v.gpus_measured;
     o["samples"] = v.samples;
     o["start"] = v.samples ? Json(format_rfc3339(v.start_time)) : Json(nullptr);
     o["end"] = v.samples ? Json(format_rfc3339(v.end_time)) : Json(nullptr);

@@ -189,6 +189,8 @@ Profile Profiler::profile(const Snapshot& s) {
     outcome.mean_gpu_util = util;
     outcome.host = &s.host;
     outcome.gpus = &s.gpus;
+    outcome.gpus_allocated = static_cast<int>(allocated_gpus(s));
+    outcome.gpus_measured = static_cast<int>(measured_gpus(s));
     verdict_.add(outcome);
 
     for (Finding& f : findings) p.reasons.push_back(std::move(f.reason));

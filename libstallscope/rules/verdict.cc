@@ -172,6 +172,8 @@ void VerdictAccumulator::count_episode(Entry& e, double start, double seconds) {
 void VerdictAccumulator::add(const SampleOutcome& s) {
     if (samples_ == 0) start_ = s.time;
     if (s.host && host_.empty()) host_ = *s.host;
+    gpus_allocated_ = std::max(gpus_allocated_, s.gpus_allocated);
+    gpus_measured_ = std::max(gpus_measured_, s.gpus_measured);
     if (s.gpus && gpu_names_.size() < s.gpus->size())  // names are stable: learn them once
         for (const Gpu& g : *s.gpus)
             if (g.index >= 0) gpu_names_.try_emplace(gpu_key(g), gpu_name(g));
@@ -224,6 +226,8 @@ void VerdictAccumulator::add(const SampleOutcome& s) {
 StepVerdict VerdictAccumulator::build(const Thresholds& t) const {
     StepVerdict v;
     v.samples = samples_;
+    v.gpus_allocated = gpus_allocated_;
+    v.gpus_measured = gpus_measured_;
     v.start_time = start_;
     v.end_time = end_;
     const double step = v.duration_seconds();

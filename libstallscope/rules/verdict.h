@@ -31,8 +31,9 @@ struct SampleOutcome {
     bool counters_seen = false;      // any GPU gauge or any counter delta this sample
     bool collectors_failed = false;  // Snapshot::collector_failures non-empty
     std::optional<double> mean_gpu_util;
-    const std::string* host = nullptr;       // to name the worst GPU "host:GPU 3"
-    const std::vector<Gpu>* gpus = nullptr;  // this sample's GPUs (their display names)
+    const std::string* host = nullptr;          // to name the worst GPU "host:GPU 3"
+    const std::vector<Gpu>* gpus = nullptr;     // this sample's GPUs (their display names)
+    int gpus_allocated = 0, gpus_measured = 0;  // host_rules.h allocated_gpus / measured_gpus
 };
 
 class VerdictAccumulator {
@@ -67,6 +68,7 @@ class VerdictAccumulator {
     std::map<std::string, Entry> entries_;          // key: code + '\x1f' + subject
     std::map<std::string, std::string> gpu_names_;  // gpu_key -> "GPU 3"
     std::string host_;
+    int gpus_allocated_ = 0, gpus_measured_ = 0;
     int samples_ = 0, failed_samples_ = 0, fast_samples_ = 0;
     double fast_confidence_sum_ = 0;
     bool counters_seen_ = false;

@@ -166,6 +166,8 @@ TEST_CASE("no health without data: 2 GPUs allocated and NVML not loadable is UNK
     CHECK(v.label == kLabelUnknown);
     CHECK(v.confidence == 0);
     CHECK(v.unknown_reasons == std::vector<std::string>{"gpu_telemetry_missing"});
+    CHECK(v.gpus_allocated == 2);  // for "gpus=0/2" in the job comment
+    CHECK(v.gpus_measured == 0);
     const auto* missing = find(v, "gpu_telemetry_missing");
     REQUIRE(missing != nullptr);
     CHECK(missing->reason.category == "telemetry");
@@ -272,7 +274,8 @@ TEST_CASE("repetition: nccl_rank_missing needs the same rank missing in two cons
             s.nccl.ras.push_back(poll(s.time, polls[i]));
             p.observe(std::move(s));
         }
-        return find(p.verdict(), "nccl_rank_missing") != nullptr;
+        const StepVerdict v = p.verdict();
+        return find(v, "nccl_rank_missing") != nullptr;
     };
     CHECK_FALSE(codes_after({{}, {13}, {}}));        // one poll: a rank busy in a long kernel
     CHECK_FALSE(codes_after({{13}, {}, {13}, {}}));  // not consecutive
@@ -303,7 +306,8 @@ TEST_CASE("repetition: RAS peers are named by host when a log line or Inspector 
         }
         p.observe(std::move(s));
     }
-    const auto* r = find(p.verdict(), "nccl_rank_missing");
+    const StepVerdict v = p.verdict();
+    const auto* r = find(v, "nccl_rank_missing");
     REQUIRE(r != nullptr);
     CHECK(r->reason.message.find("rank 13 on gpu-node-4") != std::string::npos);
     // without anything naming the host, the IP stays (no DNS: a replay must give the same verdict)

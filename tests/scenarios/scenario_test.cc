@@ -271,5 +271,6 @@ TEST_CASE("a missing NCCL rank is named by its host when the NCCL log names it, 
     CHECK(v["reasons"][0]["evidence"]["missing_hosts"] == "rank 5 on gpu-node-06");
     // one unanswered poll is not a missing rank
     const auto once = replay("healthy_ras_missing_once");
+    CHECK(once["gpus_measured"] == 8);
     for (const auto& r : once["reasons"]) CHECK(r["code"] != "nccl_rank_missing");
 }
