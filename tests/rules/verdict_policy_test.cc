@@ -199,16 +199,15 @@ TEST_CASE("contradictions: Xid 94 (contained ECC, RST: No) says restart the app,
             if (i == 3) s.xid_events = {{94, "00000000:0B:00.0", 1, classify_xid(94), line}};
         });
     };
-    const auto v = verdict_for(
-        "pid=4242, name=python, Ch 00000009, errorString CTX SWITCH TIMEOUT, "
-        "Contained: CE User Channel (0x9). RST: No, D-RST: No");
+    // The kernel's wording (NVIDIA A100 memory error management guide, "Contained error").
+    const auto v = verdict_for("pid=7062, Contained: CE User Channel (0x9). RST: No, D-RST: No");
     REQUIRE(!v.reasons.empty());
     CHECK(v.reasons[0].reason.code == "gpu_xid_app_error");
     CHECK(v.reasons[0].reason.message.find("drain") == std::string::npos);
     CHECK(v.reasons[0].reason.message.find("restart the app") != std::string::npos);
     CHECK(v.reasons[0].reason.message.find("RST: No") != std::string::npos);
     // A reset that is asked for is still critical.
-    const auto reset = verdict_for("Contained: SM (0x1). RST: Yes, D-RST: No");
+    const auto reset = verdict_for("pid=7062, Contained: SM (0x1). RST: Yes, D-RST: No");
     CHECK(reset.reasons[0].reason.code == "gpu_xid_critical");
 }
 

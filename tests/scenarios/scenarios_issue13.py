@@ -172,8 +172,7 @@ def frequent_dips(i, s):
 def xid_94(i, s):
     if i == 5:
         s["xid_events"] = [{"code": 94, "pci_bus_id": "00000000:19:00.0", "gpu_index": 1, "severity": "critical",
-                            "message": "pid=3490012, name=python, Ch 00000008, errorString CTX SWITCH TIMEOUT, "
-                                       "Contained: CE User Channel (0x9). RST: No, D-RST: No"}]
+                            "message": "pid=3490012, name=python, Contained: CE User Channel (0x9). RST: No, D-RST: No"}]
 
 
 def hw_thermal_one_gpu(i, s):
