@@ -52,7 +52,13 @@ struct StepVerdict {
     std::vector<ReasonSummary> reasons;  // earliest anomaly first: the root cause before its symptoms
     std::string bottleneck_hint = "unknown";
     std::vector<std::string> unknown_reasons;  // codes: step_too_short, no_counters, collectors_failing
-    std::string worst_gpu, worst_port, worst_interface;  // named when a reason is about one
+    // Named when a reason is about one. worst_gpu as people name it ("gpu-node-17:GPU 3"), its uuid
+    // (or bus id) in worst_gpu_uuid.
+    std::string worst_gpu, worst_port, worst_interface;
+    std::string worst_gpu_uuid;
+    // GPUs allocated to the step (scheduler, else visible devices, else seen) and the most of them measured
+    // in one sample (with a utilization value): "gpus=0/2" when the GPU collector had nothing to say.
+    int gpus_allocated = 0, gpus_measured = 0;
     int samples = 0;
     double start_time = 0, end_time = 0;
     double duration_seconds() const { return end_time > start_time ? end_time - start_time : 0; }

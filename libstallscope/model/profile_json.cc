@@ -61,8 +61,11 @@ Json to_json(const StepVerdict& v) {
     o["bottleneck_hint"] = v.bottleneck_hint;
     o["unknown_reasons"] = v.unknown_reasons;
     o["worst_gpu"] = v.worst_gpu;
+    o["worst_gpu_uuid"] = v.worst_gpu_uuid;
     o["worst_port"] = v.worst_port;
     o["worst_interface"] = v.worst_interface;
+    o["gpus_allocated"] = v.gpus_allocated;
+    o["gpus_measured"] = v.gpus_measured;
     o["samples"] = v.samples;
     o["start"] = v.samples ? Json(format_rfc3339(v.start_time)) : Json(nullptr);
     o["end"] = v.samples ? Json(format_rfc3339(v.end_time)) : Json(nullptr);

@@ -17,6 +17,21 @@ std::optional<double> first_delta(const Rates& r, const DeltaTable& table, const
     return std::nullopt;
 }
 
+// ACTIVE ports of the same link layer as `port` that moved data in the last interval: the rails the
+// job uses. A port with no such sibling is an unused or uncabled port, not a missing rail.
+std::vector<const RdmaPort*> busy_siblings(const RuleInput& in, const RdmaPort& port) {
+    std::vector<const RdmaPort*> busy;
+    if (!in.rates) return busy;
+    for (const auto& p : in.cur.rdma) {
+        if (&p == &port || p.state != "ACTIVE" || p.link_layer != port.link_layer) continue;
+        const auto moved = sum_deltas(in.rates->rdma_counters, p.key(),
+                                      {"port_xmit_data", "port_rcv_data", "port_xmit_packets",
+                                       "port_rcv_packets", "unicast_xmit_packets", "unicast_rcv_packets"});
+        if (moved && *moved > 0) busy.push_back(&p);
+    }
+    return busy;
+}
+
 }  // namespace
 
 bool is_rdma_netdev(const Snapshot& s, const std::string& iface) {
@@ -295,6 +310,26 @@ void PortStateRule::evaluate(const RuleInput& in, std::vector<Finding>& out) {
                                                          : " — cable in but the link does not train") +
                                            "; traffic over it has stopped",
                                        std::move(ev), 2, "network"));
+        } else if (auto busy = busy_siblings(in, port); !busy.empty()) {
+            // Down before the step, but its siblings carry the job's traffic: a compute rail is missing
+            // and every collective on this node runs on fewer rails (SLOW, whenever it went down).
+            std::string names;
+            for (const auto* p : busy) names += (names.empty() ? "" : ", ") + p->key();
+            ev["busy_sibling_ports"] = names;
+            ev["ports_same_link_layer"] = static_cast<double>(
+                std::count_if(in.cur.rdma.begin(), in.cur.rdma.end(),
+                              [&](const RdmaPort& p) { return p.link_layer == port.link_layer; }));
+            out.push_back(make_finding(
+                "fabric_rail_down", "fabric", "warning", kLabelSlow, key, SubjectKind::kPort,
+                key + ": port " + port.state + " (" + (port.phys_state.empty() ? "?" : port.phys_state) +
+                    ") since the step started while " + std::to_string(busy.size()) + " sibling " +
+                    port.link_layer + " port(s) carry traffic (" + names +
+                    ") — a rail is missing, collectives on this node run on the remaining ones",
+                std::move(ev), 1.5, "network"));
+        } else if (!in.rates && std::any_of(in.cur.rdma.begin(), in.cur.rdma.end(), [&](const RdmaPort& p) {
+                       return &p != &port && p.state == "ACTIVE" && p.link_layer == port.link_layer;
+                   })) {
+            continue;  // rail or unused port: the siblings' traffic tells, from the second sample on
         } else {
             out.push_back(make_finding("fabric_port_inactive", "fabric", "info", kLabelFast, key,
                                        SubjectKind::kPort,

@@ -41,9 +41,11 @@ void cc_misconfig_rule(const RuleInput& in, std::vector<Finding>& out);
 void interface_errors_rule(const RuleInput& in, std::vector<Finding>& out);
 
 // Port state: fabric_port_down (FAIL_RISK) when a port that was ACTIVE in this step is not, or sits in
-// Polling (cable in, link not training); fabric_port_inactive (info) for a port down since the first
-// sample (Disabled: usually not cabled / not used); fabric_port_degraded (SLOW) when rate_gbps fell
-// below the highest rate seen in the step.
+// Polling (cable in, link not training); fabric_rail_down (SLOW) for a port down since the first sample
+// while ACTIVE ports of the same link layer carry traffic (one rail of several missing, whether it went
+// down before the step or not); fabric_port_inactive (info) for a port down since the first sample with
+// no busy sibling (not cabled / not used); fabric_port_degraded (SLOW) when rate_gbps fell below the
+// highest rate seen in the step.
 class PortStateRule {
   public:
     void evaluate(const RuleInput& in, std::vector<Finding>& out);

@@ -41,6 +41,12 @@ std::string fmt_num(double value) {
     return s;
 }
 
+std::string fmt_duration(double seconds) {
+    if (seconds < 100) return fmt_num(std::round(seconds)) + " s";
+    if (seconds < 100 * 60) return fmt_num(std::round(seconds / 60)) + " min";
+    return fmt_num(std::round(seconds / 360) / 10) + " h";
+}
+
 std::string gpu_name(const Gpu& gpu) {
     if (gpu.index >= 0) return "GPU " + std::to_string(gpu.index);
     if (!gpu.uuid.empty()) return gpu.uuid;

@@ -16,11 +16,14 @@ namespace stallscope {
 // What a reason is about, so the verdict can name the worst GPU / port / interface.
 enum class SubjectKind { kGpu, kPort, kInterface, kHost, kOther };
 
+class NcclPeerNames;
+
 struct RuleInput {
     const Snapshot& cur;
     const Snapshot* prev;  // nullptr on the first sample
     const Rates* rates;    // nullptr on the first sample: delta rules stay silent
     const Thresholds& t;
+    const NcclPeerNames* peer_names = nullptr;  // host names of NCCL peers learned so far (the Profiler's)
 };
 
 struct Finding {
@@ -29,6 +32,9 @@ struct Finding {
     double score = 1;  // value / threshold (>= 1 when it fired): ranks worst samples, drives confidence
     std::string hint;  // compute | network | memory, or "" (no opinion on the bottleneck)
     double since = 0;  // windowed rules: when the condition began (0 = this sample)
+    // The message describes the condition so far ("in 80 % of the last 40 s"): the step summary keeps
+    // the latest message instead of the first one, which described only the first interval.
+    bool refresh = false;
 };
 
 // Builds a finding; `label` is the label it pushes towards (kLabelSlow, ...).
@@ -38,6 +44,9 @@ Finding make_finding(const char* code, const char* category, const char* severit
 
 // Numbers in messages: 1250, 12.5, 0.25 (no trailing zeros, no exponent for ordinary values).
 std::string fmt_num(double value);
+
+// Durations in messages: "15 s", "5 min", "1.5 h".
+std::string fmt_duration(double seconds);
 
 // "GPU 3" (index known) or the uuid / bus id; for messages.
 std::string gpu_name(const Gpu& gpu);

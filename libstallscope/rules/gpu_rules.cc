@@ -167,7 +167,13 @@ void xid_rule(const RuleInput& in, std::vector<Finding>& out) {
         for (int code : g.xid) add(code, &g, g.pci_bus_id, "", "");
 
     for (const auto& e : events) {
-        const XidClass c = xid_class(e.code, e.severity);
+        XidClass c = xid_class(e.code, e.severity);
+        // Xid 94 carries NVIDIA's own verdict in the line ("RST: No, D-RST: No"): a contained ECC error
+        // needs an application restart, not a drained node, whatever the code's class says (95,
+        // uncontained, always needs a reset).
+        if (e.code == 94 && e.message.find("RST: No") != std::string::npos &&
+            e.message.find("RST: Yes") == std::string::npos)  // also catches "D-RST: Yes"
+            c = XidClass::kApp;
         Evidence ev = e.gpu ? gpu_evidence(*e.gpu) : Evidence{};
         ev["xid"] = static_cast<double>(e.code);
         ev["class"] = std::string(xid_class_name(c));
@@ -193,7 +199,11 @@ void xid_rule(const RuleInput& in, std::vector<Finding>& out) {
             case XidClass::kApp:
                 out.push_back(make_finding(
                     "gpu_xid_app_error", "gpu", "warning", kLabelFailRisk, subject, SubjectKind::kGpu,
-                    head + (e.code == 13 ? " (graphics engine exception)" : "") +
+                    head +
+                        (e.code == 13 ? " (graphics engine exception)"
+                         : c == XidClass::kApp && e.code == 94
+                             ? " (contained ECC error, RST: No: no GPU reset needed)"
+                             : "") +
                         " — the application faulted on the GPU; the job is likely to die "
                         "(restart the app, node is reusable)",
                     std::move(ev), 3));

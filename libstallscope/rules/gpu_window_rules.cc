@@ -71,6 +71,11 @@ void HwSlowdownRule::evaluate(const RuleInput& in, std::vector<Finding>& out) {
         for (std::size_t i = 0; i < kKinds; ++i)
             if (s.bits & kinds[i].bit) w.set[i] += sign * s.dt;
     };
+    struct Hit {
+        const Gpu* gpu;
+        double share, total, since;
+    };
+    std::vector<Hit> hits[kKinds];
     for (const auto& g : in.cur.gpus) {
         auto& w = history_[gpu_key(g)];
         w.samples.push_back({now, dt, hw_slowdown_bits(g)});
@@ -83,29 +88,69 @@ void HwSlowdownRule::evaluate(const RuleInput& in, std::vector<Finding>& out) {
         const double total = w.total;
         if (total <= 1e-9) continue;
         for (std::size_t i = 0; i < kKinds; ++i) {
-            const Kind& k = kinds[i];
             const double set = w.set[i];
             const double share = set / total;
             if (set <= 1e-9 || share < in.t.hw_slowdown_min_share) continue;
             double since = 0;  // only scanned when the rule fires
             for (const auto& s : w.samples)
-                if (s.bits & k.bit) {
+                if (s.bits & kinds[i].bit) {
                     since = s.time;
                     break;
                 }
+            hits[i].push_back({&g, share, total, since});
+        }
+    }
+    // "of the last 600 s" once the window is full; before that, what was observed ("of the 40 s observed").
+    auto window_words = [&](double total) {
+        return total + 1e-6 >= in.t.hw_slowdown_window_seconds ? "the last " + fmt_num(total) + " s"
+                                                               : "the " + fmt_num(total) + " s observed";
+    };
+    for (std::size_t i = 0; i < kKinds; ++i) {
+        const Kind& k = kinds[i];
+        const auto& h = hits[i];
+        if (h.empty()) continue;
+        if (h.size() >= 2 && h.size() == in.cur.gpus.size()) {
+            // Every GPU of the node: one node-wide condition (a power brake is a board/PSU signal), one
+            // reason.
+            double share = 1, total = 0, since = h.front().since;
+            for (const Hit& x : h) {
+                share = std::min(share, x.share);
+                total = std::max(total, x.total);
+                since = std::min(since, x.since);
+            }
+            Evidence ev{{"gpus_affected", static_cast<double>(h.size())},
+                        {"gpus_total", static_cast<double>(in.cur.gpus.size())},
+                        {"min_share", share},
+                        {"window_seconds", total},
+                        {"threshold_share", in.t.hw_slowdown_min_share}};
+            Finding f = make_finding(
+                k.code, "gpu", "warning", kLabelSlow, "gpus", SubjectKind::kOther,
+                "all " + std::to_string(h.size()) + " GPUs: " + k.what + " in >= " + fmt_num(share * 100) +
+                    " % of " + window_words(total) + " (threshold " +
+                    fmt_num(in.t.hw_slowdown_min_share * 100) +
+                    " %) — node-wide, clocks forced down on every GPU; needs hardware inspection",
+                std::move(ev), share / std::max(in.t.hw_slowdown_min_share, 1e-9), "compute");
+            f.since = since;
+            f.refresh = true;
+            out.push_back(std::move(f));
+            continue;
+        }
+        for (const Hit& x : h) {
+            const Gpu& g = *x.gpu;
             Evidence ev = gpu_ids(g);
-            ev["share"] = share;
-            ev["window_seconds"] = total;
+            ev["share"] = x.share;
+            ev["window_seconds"] = x.total;
             ev["threshold_share"] = in.t.hw_slowdown_min_share;
             if (g.sm_clock_mhz) ev["sm_clock_mhz"] = static_cast<double>(*g.sm_clock_mhz);
             if (g.power_w) ev["power_w"] = *g.power_w;
             Finding f = make_finding(
                 k.code, "gpu", "warning", kLabelSlow, gpu_key(g), SubjectKind::kGpu,
-                gpu_name(g) + ": " + k.what + " in " + fmt_num(share * 100) + " % of the last " +
-                    fmt_num(total) + " s (threshold " + fmt_num(in.t.hw_slowdown_min_share * 100) +
+                gpu_name(g) + ": " + k.what + " in " + fmt_num(x.share * 100) + " % of " +
+                    window_words(x.total) + " (threshold " + fmt_num(in.t.hw_slowdown_min_share * 100) +
                     " %) — clocks forced down, needs hardware inspection",
-                std::move(ev), share / std::max(in.t.hw_slowdown_min_share, 1e-9), "compute");
-            f.since = since;
+                std::move(ev), x.share / std::max(in.t.hw_slowdown_min_share, 1e-9), "compute");
+            f.since = x.since;
+            f.refresh = true;
             out.push_back(std::move(f));
         }
     }

@@ -17,7 +17,8 @@ unsigned hw_slowdown_bits(const Gpu& gpu);
 
 // gpu_hw_slowdown / gpu_hw_thermal_slowdown / gpu_power_brake (SLOW): the bit was set in at least
 // hw_slowdown_min_share of the last hw_slowdown_window_seconds (GPUd: >= 6 of 10 minutes); a step
-// shorter than the window is judged over what was observed.
+// shorter than the window is judged over what was observed, and says so ("of the 40 s observed"). A
+// kind set on every GPU of the node is one node-wide reason (subject "gpus"), not one per GPU.
 class HwSlowdownRule {
   public:
     void evaluate(const RuleInput& in, std::vector<Finding>& out);

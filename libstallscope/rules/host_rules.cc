@@ -1,6 +1,7 @@
 #include "libstallscope/rules/host_rules.h"
 
 #include <algorithm>
+#include <cctype>
 
 namespace stallscope {
 namespace {
@@ -103,6 +104,51 @@ void collector_failure_rule(const RuleInput& in, std::vector<Finding>& out) {
                                        " — its counters are missing from this sample, so no verdict on them",
                                    Evidence{{"collector", name}, {"error", why}}, 1));
     }
+}
+
+std::size_t allocated_gpus(const Snapshot& s) {
+    const std::size_t scheduled =
+        !s.context.gpus.empty() ? s.context.gpus.size() : s.context.visible_devices.size();
+    return std::max(scheduled, s.gpus.size());
+}
+
+std::size_t measured_gpus(const Snapshot& s) {
+    return static_cast<std::size_t>(std::count_if(
+        s.gpus.begin(), s.gpus.end(), [](const Gpu& g) { return g.utilization_pct.has_value(); }));
+}
+
+void gpu_telemetry_rule(const RuleInput& in, std::vector<Finding>& out) {
+    const std::size_t allocated = allocated_gpus(in.cur), measured = measured_gpus(in.cur);
+    if (measured >= allocated) return;
+    std::string unmeasured;  // GPUs the sampler saw without a utilization value
+    for (const auto& g : in.cur.gpus)
+        if (!g.utilization_pct) unmeasured += (unmeasured.empty() ? "" : ", ") + gpu_name(g);
+    const std::size_t unseen = allocated - in.cur.gpus.size();
+    std::string what;
+    if (unseen > 0) what = std::to_string(unseen) + " allocated GPU(s) not visible to the GPU collector";
+    if (!unmeasured.empty()) what += (what.empty() ? "" : "; ") + ("no utilization for " + unmeasured);
+    Evidence ev{{"gpus_allocated", static_cast<double>(allocated)},
+                {"gpus_seen", static_cast<double>(in.cur.gpus.size())},
+                {"gpus_measured", static_cast<double>(measured)}};
+    if (!unmeasured.empty()) ev["unmeasured_gpus"] = unmeasured;
+    // The collector's own words for why (NVML not loadable, Not Supported), when it left a warning.
+    for (const auto& w : in.cur.warnings) {
+        std::string lower;
+        for (char c : w) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        if (lower.find("nvml") != std::string::npos || lower.find("gpu") != std::string::npos ||
+            lower.find("nvidia") != std::string::npos) {
+            ev["collector_warning"] = w.substr(0, 200);
+            what += " (" + (w.size() > 160 ? w.substr(0, 157) + "..." : w) + ")";
+            break;
+        }
+    }
+    const bool none = measured == 0;
+    out.push_back(make_finding(
+        "gpu_telemetry_missing", "telemetry", "warning", none ? kLabelUnknown : kLabelFast, "gpus",
+        SubjectKind::kOther,
+        "GPUs measured: " + std::to_string(measured) + " of " + std::to_string(allocated) + " allocated — " +
+            what + (none ? "; no verdict on the GPUs" : "; the verdict covers only the measured GPUs"),
+        std::move(ev), 1));
 }
 
 void StaleTelemetryRule::track(Family& f, std::uint64_t fingerprint, double now) {

@@ -36,6 +36,17 @@ class BlockedProcessesRule {
 // (Snapshot::collector_failures); its counters are missing, so silence must not read as FAST.
 void collector_failure_rule(const RuleInput& in, std::vector<Finding>& out);
 
+// GPUs the step was allocated (JobContext::gpus, else visible_devices, else the GPUs the sampler saw).
+std::size_t allocated_gpus(const Snapshot& s);
+// GPUs with a measured utilization in this sample.
+std::size_t measured_gpus(const Snapshot& s);
+
+// gpu_telemetry_missing: the step was allocated GPUs that this sample did not measure (NVML not
+// loadable, a GPU missing from NVML, utilization "Not Supported"). UNKNOWN when none was measured
+// (silence about the GPUs must not read as FAST); a warning on a FAST sample when some were, and the
+// profiler lowers the confidence by the share measured.
+void gpu_telemetry_rule(const RuleInput& in, std::vector<Finding>& out);
+
 // telemetry_stale (UNKNOWN): a counter family that moved earlier in the step (all RDMA port counters of
 // the node; one GPU's energy counter) has been frozen for >= stale_seconds and >= stale_min_samples
 // samples while samples keep coming: a stuck collector or cached reads, not a quiet node.

@@ -1,6 +1,7 @@
 #include "libstallscope/rules/nccl_rules.h"
 
 #include <algorithm>
+#include <set>
 
 namespace stallscope {
 namespace {
@@ -26,6 +27,13 @@ std::string comm_subject(const std::string& hash) {
     return "comm " + hash;
 }
 
+// " (gpu-node-06)" when the peer's host name is known, else "".
+std::string host_name(const RuleInput& in, const NcclPeer& p, const std::string& comm = "") {
+    if (!in.peer_names) return "";
+    const std::string name = in.peer_names->host_of(p, comm);
+    return name.empty() || name == p.host ? "" : " (" + name + ")";
+}
+
 double median(std::vector<double> v) {
     if (v.empty()) return 0;
     std::sort(v.begin(), v.end());
@@ -34,16 +42,20 @@ double median(std::vector<double> v) {
 
 }  // namespace
 
-void nccl_ras_rule(const RuleInput& in, std::vector<Finding>& out) {
+namespace {
+
+void ras_rule(const RuleInput& in, std::vector<Finding>& out, bool single_poll_missing) {
     const NcclState& n = in.cur.nccl;
     std::set<std::string> dead_seen;
-    auto dead = [&](const NcclPeer& p, const std::string& how, Evidence ev) {
+    auto dead = [&](const NcclPeer& p, const std::string& how, Evidence ev, const std::string& comm = "") {
         const std::string subject = where(p);
         if (!dead_seen.insert(subject).second) return;
-        out.push_back(
-            make_finding("nccl_rank_dead", kNccl, "critical", kLabelFailRisk, subject, SubjectKind::kHost,
-                         "NCCL " + how + ": " + subject + " is dead; the job's collectives cannot complete",
-                         std::move(ev), 3));
+        const std::string name = host_name(in, p, comm);
+        if (!name.empty()) ev["host_name"] = name.substr(2, name.size() - 3);
+        out.push_back(make_finding(
+            "nccl_rank_dead", kNccl, "critical", kLabelFailRisk, subject, SubjectKind::kHost,
+            "NCCL " + how + ": " + subject + name + " is dead; the job's collectives cannot complete",
+            std::move(ev), 3));
     };
     for (const auto& e : n.ras_events)
         if (e.event == "PEER_DEAD")
@@ -53,15 +65,15 @@ void nccl_ras_rule(const RuleInput& in, std::vector<Finding>& out) {
         for (const auto& p : r.dead_processes)
             dead(p, "RAS declared a process", Evidence{{"nccl_version", r.nccl_version}});
         for (const auto& c : r.communicators) {
-            std::vector<int> missing, dead_ranks;
+            std::vector<int> missing;
             for (const auto& m : c.missing) {
-                (m.considered_dead ? dead_ranks : missing).push_back(m.peer.rank);
+                if (!m.considered_dead) missing.push_back(m.peer.rank);
                 if (m.considered_dead)
                     dead(m.peer,
                          "RAS declared rank " + std::to_string(m.peer.rank) + " of " + comm_subject(c.hash),
-                         Evidence{{"rank", static_cast<double>(m.peer.rank)}});
+                         Evidence{{"rank", static_cast<double>(m.peer.rank)}}, c.hash);
             }
-            if (!missing.empty())
+            if (single_poll_missing && !missing.empty())
                 out.push_back(make_finding(
                     "nccl_rank_missing", kNccl, "warning", kLabelFailRisk, comm_subject(c.hash),
                     SubjectKind::kOther,
@@ -77,7 +89,8 @@ void nccl_ras_rule(const RuleInput& in, std::vector<Finding>& out) {
             for (const auto& e : c.errors) {
                 failed.push_back(e.peer.rank);
                 aborted = aborted || e.abort;
-                if (what.empty() && e.error != "ABORT") what = e.error + " on " + where(e.peer);
+                if (what.empty() && e.error != "ABORT")
+                    what = e.error + " on " + where(e.peer) + host_name(in, e.peer, c.hash);
             }
             if (!failed.empty())
                 out.push_back(make_finding("nccl_async_error", kNccl, "critical", kLabelFailRisk,
@@ -88,6 +101,103 @@ void nccl_ras_rule(const RuleInput& in, std::vector<Finding>& out) {
                                                (aborted ? "; communicator aborting" : ""),
                                            Evidence{{"ranks", rank_list(failed)}, {"status", c.status}}, 3));
         }
+    }
+}
+
+}  // namespace
+
+void NcclPeerNames::learn_peer(const NcclPeer& p, const std::string& comm) {
+    if (p.host.empty() || ip_host_.count(p.host)) return;
+    std::string name;
+    if (auto it = pid_host_.find(p.pid); p.pid >= 0 && it != pid_host_.end()) name = it->second;
+    if (auto it = rank_host_.find({comm, p.rank}); name.empty() && p.rank >= 0 && it != rank_host_.end())
+        name = it->second;
+    if (!name.empty()) ip_host_[p.host] = name;
+}
+
+void NcclPeerNames::learn(const Snapshot& s) {
+    const NcclState& n = s.nccl;
+    for (const auto& e : n.log_events)
+        if (e.pid >= 0 && !e.host.empty()) pid_host_[e.pid] = e.host;
+    for (const auto& c : n.inspector.collectives)
+        if (c.rank >= 0 && !c.host.empty()) rank_host_[{c.comm, c.rank}] = c.host;
+    for (const auto& st : n.inspector.stragglers)
+        if (st.rank >= 0 && !st.host.empty()) rank_host_[{st.comm, st.rank}] = st.host;
+    for (const auto& e : n.ras_events) learn_peer(e.peer, "");
+    for (const auto& r : n.ras) {
+        for (const auto& p : r.dead_processes) learn_peer(p, "");
+        for (const auto& c : r.communicators) {
+            for (const auto& m : c.missing) learn_peer(m.peer, c.hash);
+            for (const auto& e : c.errors) learn_peer(e.peer, c.hash);
+        }
+    }
+}
+
+std::string NcclPeerNames::host_of(const NcclPeer& p, const std::string& comm) const {
+    if (auto it = ip_host_.find(p.host); it != ip_host_.end()) return it->second;
+    if (auto it = pid_host_.find(p.pid); p.pid >= 0 && it != pid_host_.end()) return it->second;
+    if (auto it = rank_host_.find({comm, p.rank}); p.rank >= 0 && it != rank_host_.end()) return it->second;
+    return "";
+}
+
+void nccl_ras_rule(const RuleInput& in, std::vector<Finding>& out) {
+    ras_rule(in, out, /*single_poll_missing=*/true);
+}
+
+void nccl_ras_failure_rule(const RuleInput& in, std::vector<Finding>& out) {
+    ras_rule(in, out, /*single_poll_missing=*/false);
+}
+
+void NcclMissingRankRule::evaluate(const RuleInput& in, std::vector<Finding>& out) {
+    for (const auto& r : in.cur.nccl.ras) {
+        if (r.outcome != "ok" && r.outcome != "truncated") continue;  // a failed poll says nothing
+        std::map<std::string, Missing> next;
+        for (const auto& c : r.communicators) {
+            std::set<int> now;
+            std::map<int, std::string> names;  // rank -> " (gpu-node-06)" when known
+            for (const auto& m : c.missing)
+                if (!m.considered_dead) {  // dead ranks are nccl_rank_dead's
+                    now.insert(m.peer.rank);
+                    names[m.peer.rank] = host_name(in, m.peer, c.hash);
+                }
+            if (now.empty()) continue;
+            Missing& m = next[c.hash];
+            const auto prev = missing_.find(c.hash);
+            for (int rank : now) {
+                const bool before = prev != missing_.end() && prev->second.polls.count(rank);
+                m.polls[rank] = before ? prev->second.polls.at(rank) + 1 : 1;
+                m.since[rank] = before ? prev->second.since.at(rank) : r.time;
+            }
+            std::vector<int> persistent;
+            double since = 0;
+            for (const auto& [rank, polls] : m.polls)
+                if (polls >= 2) {
+                    persistent.push_back(rank);
+                    since = since == 0 ? m.since[rank] : std::min(since, m.since[rank]);
+                }
+            if (persistent.empty()) continue;  // one poll: a rank busy in a long kernel, not yet a finding
+            std::string hosts;
+            for (int rank : persistent)
+                if (!names[rank].empty())
+                    hosts += (hosts.empty() ? "" : ", ") + ("rank " + std::to_string(rank) + " on " +
+                                                            names[rank].substr(2, names[rank].size() - 3));
+            Finding f = make_finding(
+                "nccl_rank_missing", kNccl, "warning", kLabelFailRisk, comm_subject(c.hash),
+                SubjectKind::kOther,
+                "NCCL " + comm_subject(c.hash) + ": rank(s) " + rank_list(persistent) +
+                    (hosts.empty() ? "" : " (" + hosts + ")") +
+                    " did not answer the RAS status collection in >= 2 consecutive polls (hung or "
+                    "unreachable process)",
+                Evidence{{"missing_ranks", rank_list(persistent)},
+                         {"size", static_cast<double>(c.size)},
+                         {"ras_timeouts", static_cast<double>(r.timeouts)},
+                         {"polls_threshold", 2.0}},
+                2);
+            if (!hosts.empty()) f.reason.evidence["missing_hosts"] = hosts;
+            f.since = since;
+            out.push_back(std::move(f));
+        }
+        missing_ = std::move(next);  // a rank that answered this poll starts over
     }
 }
 

@@ -11,11 +11,44 @@
 
 namespace stallscope {
 
+// Names RAS peers, which RAS reports by the IP address of their out-of-band interface, by host name
+// from what the samples tell: NCCL/PyTorch log lines (host + pid) and Inspector records (communicator +
+// rank + host). A peer is named when its pid or its (communicator, rank) was seen with a host name; its
+// IP then names every other process on that host. No DNS lookups: a replay must give the same verdict.
+class NcclPeerNames {
+  public:
+    void learn(const Snapshot& s);
+    // The host name of `p` (a rank of `comm`, or "" for job-level processes), or "" when unknown.
+    std::string host_of(const NcclPeer& p, const std::string& comm = "") const;
+
+  private:
+    void learn_peer(const NcclPeer& p, const std::string& comm);
+    std::map<std::int64_t, std::string> pid_host_;
+    std::map<std::pair<std::string, int>, std::string> rank_host_;
+    std::map<std::string, std::string> ip_host_;
+};
+
 // nccl_rank_dead (FAIL_RISK): a RAS DEAD process / considered_dead missing rank, or a MONITOR PEER_DEAD
-// event. nccl_rank_missing (FAIL_RISK): ranks that did not answer the RAS collective (INCOMPLETE).
-// nccl_async_error (FAIL_RISK): ranks with an asynchronous/initialisation error or an aborted
-// communicator.
+// event. nccl_async_error (FAIL_RISK): ranks with an asynchronous/initialisation error or an aborted
+// communicator. nccl_ras_rule also reports unanswered ranks of this one poll as nccl_rank_missing (the
+// single-report view); the Profiler runs nccl_ras_failure_rule, which leaves them to NcclMissingRankRule.
 void nccl_ras_rule(const RuleInput& in, std::vector<Finding>& out);
+void nccl_ras_failure_rule(const RuleInput& in, std::vector<Finding>& out);
+
+// nccl_rank_missing (FAIL_RISK): the same rank(s) of a communicator did not answer the RAS status
+// collection (INCOMPLETE) in >= 2 consecutive successful polls. One unanswered poll is a rank busy in a
+// long kernel or slow to reply, not yet a hung process.
+class NcclMissingRankRule {
+  public:
+    void evaluate(const RuleInput& in, std::vector<Finding>& out);
+
+  private:
+    struct Missing {
+        std::map<int, int> polls;     // rank -> consecutive polls it was missing in
+        std::map<int, double> since;  // rank -> time of the first of those polls
+    };
+    std::map<std::string, Missing> missing_;  // comm hash -> ranks missing at the last successful poll
+};
 
 // From the log scan: nccl_ib_completion_error (IB/RoCE work completion error, e.g. status=12 retry
 // exceeded), nccl_ib_async_fatal, nccl_watchdog_timeout (PyTorch collective timeout), nccl_watchdog_stuck

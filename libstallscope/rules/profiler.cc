@@ -28,10 +28,12 @@ std::optional<double> mean_gpu_util(const Snapshot& s) {
     return sum / n;
 }
 
-// How much of the node the sample could judge: GPUs, network (deltas), host. 0..1.
+// How much of the node the sample could judge: GPUs (the share of the allocated ones measured), network
+// (deltas), host. 0..1.
 double coverage(const Snapshot& s, const Rates* r) {
     double parts = 0;
-    if (mean_gpu_util(s)) parts += 1;
+    if (const std::size_t allocated = allocated_gpus(s); allocated > 0)
+        parts += static_cast<double>(measured_gpus(s)) / static_cast<double>(allocated);
     if (r && (!r->rdma_counters.empty() || !r->rdma_hw_counters.empty() || !r->interfaces.empty()))
         parts += 1;
     if (s.host_stats.psi.memory_full_avg10 || s.host_stats.mem_available_bytes) parts += 1;
@@ -62,6 +64,7 @@ std::vector<Finding> Profiler::run_rules(const RuleInput& in) {
     std::vector<Finding> out;
     // telemetry
     collector_failure_rule(in, out);
+    gpu_telemetry_rule(in, out);
     stale_.evaluate(in, out);
     // fabric
     port_state_.evaluate(in, out);
@@ -73,7 +76,8 @@ std::vector<Finding> Profiler::run_rules(const RuleInput& in) {
     pfc_.evaluate(in, out);
     interface_errors_rule(in, out);
     // nccl (RAS, Inspector, logs, nccl-tests)
-    nccl_ras_rule(in, out);
+    nccl_ras_failure_rule(in, out);
+    nccl_missing_.evaluate(in, out);
     nccl_hang_.evaluate(in, out);
     nccl_inspector_.evaluate(in, out);
     nccl_log_rule(in, out);
@@ -113,7 +117,8 @@ Profile Profiler::profile(const Snapshot& s) {
     const double interval = previous_ && s.time > previous_->time ? s.time - previous_->time : 0;
     if (previous_) rates_ = compute_rates(*previous_, s);
     const Rates* rates = rates_ ? &*rates_ : nullptr;
-    const RuleInput in{s, previous_ ? &*previous_ : nullptr, rates, t_};
+    if (!s.nccl.empty()) peer_names_.learn(s);
+    const RuleInput in{s, previous_ ? &*previous_ : nullptr, rates, t_, &peer_names_};
 
     std::vector<Finding> findings = run_rules(in);
     for (Finding& f : findings)
@@ -139,6 +144,11 @@ Profile Profiler::profile(const Snapshot& s) {
     if (worst == 0 && !counters) {
         worst = 1;
         unknown = "no_counters: the sample holds no GPU, RDMA, interface or host data";
+    } else if (worst == 0 && !previous_) {
+        // Gauges alone cannot say FAST: loss, PFC, ECC and OOM kills are deltas (--help: "UNKNOWN (not
+        // enough data: first sample ...)"). Positive evidence on the first sample still labels it.
+        worst = 1;
+        unknown = "first_sample: delta rules need a second sample";
     }
     switch (worst) {
         case 3:
@@ -177,6 +187,10 @@ Profile Profiler::profile(const Snapshot& s) {
     outcome.counters_seen = (rates && any_deltas(*rates)) || util.has_value();
     outcome.collectors_failed = !s.collector_failures.empty();
     outcome.mean_gpu_util = util;
+    outcome.host = &s.host;
+    outcome.gpus = &s.gpus;
+    outcome.gpus_allocated = static_cast<int>(allocated_gpus(s));
+    outcome.gpus_measured = static_cast<int>(measured_gpus(s));
     verdict_.add(outcome);
 
     for (Finding& f : findings) p.reasons.push_back(std::move(f.reason));

@@ -50,6 +50,8 @@ class Profiler {
     BlockedProcessesRule blocked_;
     StaleTelemetryRule stale_;
     NcclHangRule nccl_hang_;
+    NcclMissingRankRule nccl_missing_;
+    NcclPeerNames peer_names_;
     NcclInspectorRule nccl_inspector_;
     VerdictAccumulator verdict_;
 };

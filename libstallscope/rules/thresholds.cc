@@ -18,6 +18,9 @@ constexpr double kInf = 1e300;
 constexpr std::array kKeys = {
     ThresholdKey{"min_step_seconds", &Thresholds::min_step_seconds, 0, kInf},
     ThresholdKey{"verdict_slow_min_share", &Thresholds::verdict_slow_min_share, 0, 1},
+    ThresholdKey{"verdict_sustained_seconds", &Thresholds::verdict_sustained_seconds, 0, kInf},
+    ThresholdKey{"verdict_transient_max_share", &Thresholds::verdict_transient_max_share, 0, 1},
+    ThresholdKey{"verdict_startup_max_seconds", &Thresholds::verdict_startup_max_seconds, 0, kInf},
     ThresholdKey{"collectors_failing_min_share", &Thresholds::collectors_failing_min_share, 0, 1},
     ThresholdKey{"cnp_handled_per_s", &Thresholds::cnp_handled_per_s, 0, kInf},
     ThresholdKey{"ecn_marked_per_s", &Thresholds::ecn_marked_per_s, 0, kInf},

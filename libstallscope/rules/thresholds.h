@@ -19,6 +19,15 @@ struct Thresholds {
     // A SLOW reason must cover this share of the step to make the step SLOW (a 10 s CNP burst in a one-hour
     // step is reported but the step stays FAST). FAIL_RISK reasons need only one sample.
     double verdict_slow_min_share = 0.05;
+    // Time policy of SLOW reasons (rules/README.md): a condition counts when one episode of it lasted this
+    // long (sustained) ... A checkpoint write or an evaluation pass dips the GPUs for 10-60 s.
+    double verdict_sustained_seconds = 60;
+    // ... or when its shorter episodes together cover this share of the step (pervasive). Below both it
+    // is transient: listed as info with its episodes ("5 dips of ~15 s, every ~5 min").
+    double verdict_transient_max_share = 0.25;
+    // A GPU symptom (low utilization, idle, straggler) that begins with the step and clears within this
+    // long is start-up (model load, NCCL init, data-loader warm-up) and never counts.
+    double verdict_startup_max_seconds = 600;
     // Collectors failing in more than this share of samples -> UNKNOWN(collectors_failing).
     double collectors_failing_min_share = 0.2;
 

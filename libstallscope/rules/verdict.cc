@@ -17,27 +17,108 @@ int sample_tier(const Reason& r) {
     return rank >= 2 ? 0 : rank == 1 ? 1 : 2;
 }
 
+// How a SLOW reason weighs over time (libstallscope/rules/README.md, "Time"): a start-up episode of a
+// symptom is set aside; what remains counts when one episode is sustained or all of them are pervasive.
+struct SlowJudgement {
+    bool counts = true;
+    double startup_seconds = 0;  // the first episode, when it is start-up (0 = none)
+    double rest_seconds = 0;     // time the reason held outside start-up
+    double rest_share = 0;
+    int episodes = 0;  // outside start-up
+};
+
+template <typename EpisodesT>
+SlowJudgement judge_slow(const EpisodesT& ep, const ReasonSummary& s, double step, int samples,
+                         const Thresholds& t) {
+    SlowJudgement j;
+    if (step <= 0) return j;  // nothing to weigh a single sample against
+    const bool runs_to_the_end = ep.last_sample == samples - 1;
+    if (is_symptom(s.reason.code) && ep.first_at_start && !(ep.count == 1 && runs_to_the_end) &&
+        ep.first_length <= t.verdict_startup_max_seconds)
+        j.startup_seconds = ep.first_length;
+    j.episodes = ep.count - (j.startup_seconds > 0 ? 1 : 0);
+    j.rest_seconds = std::max(0.0, s.duration_seconds - j.startup_seconds);
+    j.rest_share = std::min(1.0, j.rest_seconds / step);
+    const double longest = j.startup_seconds > 0 ? ep.longest_later : ep.longest;
+    j.counts = j.episodes > 0 && j.rest_share >= t.verdict_slow_min_share &&
+               (longest >= t.verdict_sustained_seconds || j.rest_share >= t.verdict_transient_max_share);
+    return j;
+}
+
+// A SLOW reason that did not count: kept in the list as info, saying what it was and why it did not count.
+template <typename EpisodesT>
+void demote_transient(ReasonSummary& s, const EpisodesT& ep, const SlowJudgement& j) {
+    const bool dips = s.reason.code == "gpu_low_utilization";
+    std::string head;
+    if (dips) {
+        head = "GPU utilization low";
+        if (auto it = s.reason.evidence.find("threshold_pct"); it != s.reason.evidence.end())
+            if (const double* pct = std::get_if<double>(&it->second))
+                head = "GPU utilization below " + fmt_num(*pct) + " %";
+    } else {
+        head = s.reason.subject;
+    }
+    std::string what;
+    if (j.startup_seconds > 0)
+        what = "start-up: the first " + fmt_duration(j.startup_seconds) +
+               " of the step (model load, NCCL init, data-loader warm-up)";
+    if (j.episodes > 0) {
+        const double first = j.startup_seconds > 0 ? ep.second_start : ep.first_start;
+        what += (what.empty() ? "" : "; then ") + std::to_string(j.episodes) + " " +
+                (dips ? "dip" : "episode") + (j.episodes > 1 ? "s" : "") + " of ~" +
+                fmt_duration(j.rest_seconds / j.episodes);
+        if (j.episodes >= 2) what += ", every ~" + fmt_duration((ep.last_start - first) / (j.episodes - 1));
+        what += " (" + fmt_num(std::round(j.rest_share * 100)) + " % of the step)";
+        s.reason.evidence["episodes"] = static_cast<double>(j.episodes);
+        s.reason.evidence["typical_episode_seconds"] = j.rest_seconds / j.episodes;
+        if (j.episodes >= 2) s.reason.evidence["period_seconds"] = (ep.last_start - first) / (j.episodes - 1);
+    }
+    if (j.startup_seconds > 0) s.reason.evidence["startup_seconds"] = j.startup_seconds;
+    s.reason.message = head + ": " + what + " — " + (j.episodes > 0 ? "transient" : "start-up") +
+                       ", not counted against the step. First seen: " + s.reason.message;
+    s.reason.severity = "info";
+    s.reason.label = kLabelFast;
+}
+
 }  // namespace
 
 int causal_rank(const std::string& code) {
     static const std::map<std::string, int> ranks = {
-        {"collector_failed", 0},         {"telemetry_stale", 1},
-        {"gpu_xid_critical", 10},        {"gpu_ecc_uncorrected", 11},
-        {"gpu_row_remap_failure", 12},   {"gpu_row_remap_pending", 13},
-        {"fabric_port_down", 20},        {"fabric_link_flap", 21},
-        {"fabric_port_degraded", 22},    {"fabric_qp_error", 23},
-        {"fabric_retry_exceeded", 24},   {"fabric_ack_timeout", 25},
-        {"fabric_packet_loss", 26},      {"fabric_rnr_nak", 27},
-        {"pfc_pause_storm", 28},         {"host_rx_backpressure", 29},
-        {"pfc_fabric_backpressure", 30}, {"fabric_congestion", 31},
-        {"fabric_interface_errors", 32}, {"gpu_power_brake", 40},
-        {"gpu_hw_thermal_slowdown", 41}, {"gpu_hw_slowdown", 42},
-        {"gpu_thermal_throttle", 43},    {"host_oom_kill", 50},
-        {"host_memory_low", 51},         {"host_memory_pressure", 52},
-        {"host_io_pressure", 53},        {"host_blocked_processes", 54},
-        {"host_cpu_pressure", 55},       {"gpu_xid_app_error", 60},
-        {"gpu_xid_warning", 61},         {"gpu_busy_wait_hang", 70},
-        {"gpu_straggler", 80},           {"gpu_idle", 81},
+        {"collector_failed", 0},
+        {"telemetry_stale", 1},
+        {"gpu_xid_critical", 10},
+        {"gpu_ecc_uncorrected", 11},
+        {"gpu_row_remap_failure", 12},
+        {"gpu_row_remap_pending", 13},
+        {"fabric_port_down", 20},
+        {"fabric_rail_down", 20},
+        {"fabric_link_flap", 21},
+        {"fabric_port_degraded", 22},
+        {"fabric_qp_error", 23},
+        {"fabric_retry_exceeded", 24},
+        {"fabric_ack_timeout", 25},
+        {"fabric_packet_loss", 26},
+        {"fabric_rnr_nak", 27},
+        {"pfc_pause_storm", 28},
+        {"host_rx_backpressure", 29},
+        {"pfc_fabric_backpressure", 30},
+        {"fabric_congestion", 31},
+        {"fabric_interface_errors", 32},
+        {"gpu_power_brake", 40},
+        {"gpu_hw_thermal_slowdown", 41},
+        {"gpu_hw_slowdown", 42},
+        {"gpu_thermal_throttle", 43},
+        {"host_oom_kill", 50},
+        {"host_memory_low", 51},
+        {"host_memory_pressure", 52},
+        {"host_io_pressure", 53},
+        {"host_blocked_processes", 54},
+        {"host_cpu_pressure", 55},
+        {"gpu_xid_app_error", 60},
+        {"gpu_xid_warning", 61},
+        {"gpu_busy_wait_hang", 70},
+        {"gpu_straggler", 80},
+        {"gpu_idle", 81},
         {"gpu_low_utilization", 82},
     };
     auto it = ranks.find(code);
@@ -67,8 +148,35 @@ double VerdictAccumulator::first_seen(const Reason& r, double fallback) const {
     return it == entries_.end() ? fallback : it->second.summary.reason.first_seen;
 }
 
+void VerdictAccumulator::count_episode(Entry& e, double start, double seconds) {
+    Episodes& ep = e.episodes;
+    const int index = samples_ - 1;
+    if (ep.count > 0 && ep.last_sample == index - 1) {
+        ep.current += seconds;
+    } else {
+        ++ep.count;
+        ep.current = seconds;
+        ep.last_start = start;
+        if (ep.count == 2) ep.second_start = start;
+        if (ep.count == 1) {
+            ep.first_start = start;
+            ep.first_at_start = index == 0 || start <= start_;
+        }
+    }
+    if (ep.count == 1) ep.first_length = ep.current;
+    if (ep.count > 1) ep.longest_later = std::max(ep.longest_later, ep.current);
+    ep.longest = std::max(ep.longest, ep.current);
+    ep.last_sample = index;
+}
+
 void VerdictAccumulator::add(const SampleOutcome& s) {
     if (samples_ == 0) start_ = s.time;
+    if (s.host && host_.empty()) host_ = *s.host;
+    gpus_allocated_ = std::max(gpus_allocated_, s.gpus_allocated);
+    gpus_measured_ = std::max(gpus_measured_, s.gpus_measured);
+    if (s.gpus && gpu_names_.size() < s.gpus->size())  // names are stable: learn them once
+        for (const Gpu& g : *s.gpus)
+            if (g.index >= 0) gpu_names_.try_emplace(gpu_key(g), gpu_name(g));
     end_ = std::max(end_, s.time);
     ++samples_;
     if (s.collectors_failed) ++failed_samples_;
@@ -92,10 +200,16 @@ void VerdictAccumulator::add(const SampleOutcome& s) {
             e.first_score = e.worst_score = f.score;
             // A windowed rule knows its condition began before it fired: count that time too.
             e.summary.duration_seconds = f.since > 0 && f.since < s.time ? s.time - f.since : s.interval;
+            count_episode(e, s.time - e.summary.duration_seconds, e.summary.duration_seconds);
         } else {
             e.summary.duration_seconds += s.interval;
+            count_episode(e, s.time - s.interval, s.interval);
             if (f.score > e.worst_score) {
                 e.worst_score = f.score;
+                if (!f.refresh) e.summary.worst_evidence = f.reason.evidence;
+            }
+            if (f.refresh) {
+                e.summary.reason.message = f.reason.message;
                 e.summary.worst_evidence = f.reason.evidence;
             }
             if (label_rank(f.reason.label) > label_rank(e.summary.reason.label)) {
@@ -112,6 +226,8 @@ void VerdictAccumulator::add(const SampleOutcome& s) {
 StepVerdict VerdictAccumulator::build(const Thresholds& t) const {
     StepVerdict v;
     v.samples = samples_;
+    v.gpus_allocated = gpus_allocated_;
+    v.gpus_measured = gpus_measured_;
     v.start_time = start_;
     v.end_time = end_;
     const double step = v.duration_seconds();
@@ -123,7 +239,7 @@ StepVerdict VerdictAccumulator::build(const Thresholds& t) const {
         int tier;
     };
     std::vector<Ranked> ranked;
-    bool fail = false, slow = false, stale = false;
+    bool fail = false, slow = false, stale = false, gpus_unmeasured = false;
     double fail_conf = 0, slow_conf = 0;
     std::set<std::string> hints;
     for (const auto& [key, e] : entries_) {
@@ -137,13 +253,20 @@ StepVerdict VerdictAccumulator::build(const Thresholds& t) const {
             fail = true;
             fail_conf = std::max(fail_conf, conf);
             tier = 0;
-        } else if (label == kLabelSlow && (s.share >= t.verdict_slow_min_share || step <= 0)) {
-            slow = true;
-            slow_conf = std::max(slow_conf, conf * (0.75 + 0.25 * std::min(1.0, s.share / 0.5)));
-            tier = 0;
+        } else if (label == kLabelSlow) {
+            const SlowJudgement j = judge_slow(e.episodes, s, step, samples_, t);
+            if (j.counts) {
+                slow = true;
+                slow_conf = std::max(slow_conf, conf * (0.75 + 0.25 * std::min(1.0, s.share / 0.5)));
+                tier = 0;
+            } else {
+                demote_transient(s, e.episodes, j);
+            }
         } else if (label == kLabelUnknown) {
             tier = 1;
             if (s.reason.code == "telemetry_stale" && s.share >= t.collectors_failing_min_share) stale = true;
+            if (s.reason.code == "gpu_telemetry_missing" && s.share >= t.collectors_failing_min_share)
+                gpus_unmeasured = true;
         }
         if (tier == 0 && !e.hint.empty()) hints.insert(e.hint);
         ranked.push_back({std::move(s), e.kind, e.hint, e.worst_score, tier});
@@ -160,6 +283,7 @@ StepVerdict VerdictAccumulator::build(const Thresholds& t) const {
         static_cast<double>(failed_samples_) / samples_ >= t.collectors_failing_min_share)
         v.unknown_reasons.push_back("collectors_failing");
     if (stale) v.unknown_reasons.push_back("telemetry_stale");
+    if (gpus_unmeasured) v.unknown_reasons.push_back("gpu_telemetry_missing");
 
     if (fail) {
         v.label = kLabelFailRisk;
@@ -196,7 +320,12 @@ StepVerdict VerdictAccumulator::build(const Thresholds& t) const {
         }
         return best ? best->summary.reason.subject : std::string();
     };
-    v.worst_gpu = pick(SubjectKind::kGpu);
+    // GPUs by the name people use on the node ("gpu-node-17:GPU 3"); the uuid stays machine-readable.
+    v.worst_gpu_uuid = pick(SubjectKind::kGpu);
+    if (auto it = gpu_names_.find(v.worst_gpu_uuid); it != gpu_names_.end())
+        v.worst_gpu = host_.empty() ? it->second : host_ + ":" + it->second;
+    else
+        v.worst_gpu = v.worst_gpu_uuid;
     v.worst_port = pick(SubjectKind::kPort);
     v.worst_interface = pick(SubjectKind::kInterface);
     for (auto& r : ranked) v.reasons.push_back(std::move(r.summary));

@@ -31,6 +31,9 @@ struct SampleOutcome {
     bool counters_seen = false;      // any GPU gauge or any counter delta this sample
     bool collectors_failed = false;  // Snapshot::collector_failures non-empty
     std::optional<double> mean_gpu_util;
+    const std::string* host = nullptr;          // to name the worst GPU "host:GPU 3"
+    const std::vector<Gpu>* gpus = nullptr;     // this sample's GPUs (their display names)
+    int gpus_allocated = 0, gpus_measured = 0;  // host_rules.h allocated_gpus / measured_gpus
 };
 
 class VerdictAccumulator {
@@ -41,13 +44,31 @@ class VerdictAccumulator {
     StepVerdict build(const Thresholds& t) const;
 
   private:
+    // Episodes of one reason: maximal runs of consecutive samples in which it fired.
+    struct Episodes {
+        int count = 0;
+        int last_sample = -1;         // index of the last sample it fired in
+        double current = 0;           // seconds of the running episode
+        double longest = 0;           // longest episode so far
+        double first_start = 0;       // when the first episode began
+        double last_start = 0;        // when the latest episode began
+        double first_length = 0;      // length of the first episode
+        double second_start = 0;      // when the second episode began
+        double longest_later = 0;     // longest episode after the first
+        bool first_at_start = false;  // the first episode began with the step's first sample
+    };
     struct Entry {
         ReasonSummary summary;
         SubjectKind kind = SubjectKind::kOther;
         std::string hint;
         double first_score = 0, worst_score = 0;
+        Episodes episodes;
     };
-    std::map<std::string, Entry> entries_;  // key: code + '\x1f' + subject
+    void count_episode(Entry& e, double start, double seconds);
+    std::map<std::string, Entry> entries_;          // key: code + '\x1f' + subject
+    std::map<std::string, std::string> gpu_names_;  // gpu_key -> "GPU 3"
+    std::string host_;
+    int gpus_allocated_ = 0, gpus_measured_ = 0;
     int samples_ = 0, failed_samples_ = 0, fast_samples_ = 0;
     double fast_confidence_sum_ = 0;
     bool counters_seen_ = false;

@@ -37,17 +37,18 @@ std::vector<std::string> codes(const StepVerdict& v) {
 
 }  // namespace
 
-TEST_CASE("the first sample reports lifetime counters but fires no delta rule, and says so") {
+TEST_CASE("the first sample reports lifetime counters, fires no delta rule and is UNKNOWN, as --help says") {
     Profiler p;
     Snapshot s = healthy(0);
     s.rdma[0].hw_counters["out_of_sequence"] = 9'000'000;  // lifetime
     s.host_stats.oom_kills = 40;
     const Profile first = p.observe(s);
     CHECK(p.last_rates() == nullptr);
-    CHECK(first.label == kLabelFast);
+    CHECK(first.label == kLabelUnknown);  // gauges alone cannot say FAST
+    CHECK(first.confidence == 0);
+    CHECK(first.unknown_reason.find("first_sample") == 0);
     REQUIRE(first.reasons.size() == 1);
     CHECK(first.reasons[0].code == "delta_rules_pending");
-    CHECK(first.confidence < 0.8);
     const Profile second = p.observe(healthy(10));
     CHECK(p.last_rates() != nullptr);
     CHECK(second.label == kLabelFast);
@@ -182,7 +183,8 @@ TEST_CASE("real evidence beats UNKNOWN: an Xid 79 in a short step is FAIL_RISK n
     const StepVerdict v = p.verdict();
     CHECK(v.label == kLabelFailRisk);
     CHECK(v.unknown_reasons.empty());
-    CHECK(v.worst_gpu == "GPU-2");
+    CHECK(v.worst_gpu == "node1:GPU 2");  // as people name it on the node
+    CHECK(v.worst_gpu_uuid == "GPU-2");
     CHECK(v.confidence >= 0.9);
 }
 

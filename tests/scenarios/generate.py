@@ -4,89 +4,18 @@
 Each scenario is a short timeline of snapshot lines (schema stallscope.snapshot/1, `time` in epoch
 seconds) on one 8-GPU node with one RoCE port (mlx5_0/1 behind ens1f0) and a TCP interface (eth0).
 Only the fields the rules read are present. The expected verdicts live next to the runner in
-scenario_test.cc. Re-run after editing:  python3 tests/scenarios/generate.py
+scenario_test.cc. The shared node sample lives in scenario_base.py, the issue-13 variants in
+scenarios_issue13.py. Re-run after editing:  python3 tests/scenarios/generate.py
 """
-import copy
 import json
 import os
 import random
+import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-T0 = 1_790_000_000
-GIB = 1 << 30
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 
-
-def base(i, t, rng):
-    """Healthy training: GPUs busy, RoCE traffic flowing with a little background ECN, host calm."""
-    k = i + 1
-    gpus = []
-    for g in range(8):
-        gpus.append({
-            "index": g, "uuid": f"GPU-0000000{g}-aaaa-bbbb-cccc-dddddddddddd",
-            "pci_bus_id": f"00000000:{0x18 + g:02X}:00.0", "vendor": "nvidia", "name": "NVIDIA H100 80GB HBM3",
-            "utilization_pct": rng.choice([95, 96, 97, 98, 99, 100]),
-            "memory_used_bytes": 62 * GIB, "memory_total_bytes": 80 * GIB,
-            "temperature_c": 62 + rng.randint(0, 4), "power_w": 540 + rng.randint(0, 60), "power_limit_w": 700,
-            "sm_clock_mhz": 1980, "max_sm_clock_mhz": 1980, "throttle_reasons": ["sw_power_cap"],
-            "ecc_uncorrected": 0, "remapped_rows_pending": 0, "remapped_rows_failure": 0,
-            "energy_mj": 1_000_000 + k * 5_600_000 + g, "xid": [],
-        })
-    rx_pkts = k * 48_000_000
-    rdma = [{
-        "device": "mlx5_0", "port": 1, "state": "ACTIVE", "phys_state": "LinkUp", "rate_gbps": 400,
-        "link_layer": "Ethernet", "netdev": "ens1f0",
-        "counters": {"port_rcv_packets": rx_pkts, "port_xmit_packets": rx_pkts + 7, "port_rcv_data": k * 9_000_000_000,
-                     "port_xmit_data": k * 9_100_000_000, "link_downed": 1, "link_error_recovery": 0,
-                     "symbol_error": 0},
-        "hw_counters": {"rp_cnp_handled": 120_000 + k * 40, "np_ecn_marked_roce_packets": 80_000 + k * 25,
-                        "np_cnp_sent": 80_000 + k * 25, "rp_cnp_ignored": 0, "out_of_sequence": 12,
-                        "packet_seq_err": 3, "duplicate_request": 0, "implied_nak_seq_err": 0,
-                        "local_ack_timeout_err": 0, "rnr_nak_retry_err": 0, "req_cqe_error": 0,
-                        "resp_cqe_error": 0, "out_of_buffer": 0},
-    }]
-    interfaces = [
-        {"name": "lo", "rx_packets": k * 100, "tx_packets": k * 100, "rx_errors": 0, "tx_errors": 0,
-         "rx_dropped": 0, "tx_dropped": 0},
-        {"name": "eth0", "rx_packets": k * 20_000, "tx_packets": k * 18_000, "rx_errors": 0, "tx_errors": 0,
-         "rx_dropped": 40, "tx_dropped": 0},
-        {"name": "ens1f0", "rx_packets": k * 1000, "tx_packets": k * 1000, "rx_errors": 0, "tx_errors": 0,
-         "rx_dropped": 0, "tx_dropped": 0,
-         "pause": {"rx_prio3_pause": k * 30, "rx_prio3_pause_duration": k * 2_000,
-                   "tx_prio3_pause": k * 5, "tx_prio3_pause_duration": k * 300,
-                   "tx_pause_storm_warning_events": 0, "tx_pause_storm_error_events": 0,
-                   "rx_discards_phy": 0}},
-    ]
-    host = {"load1": 42.0, "mem_total_bytes": 2048 * GIB, "mem_available_bytes": 1500 * GIB,
-            "procs_running": 40, "procs_blocked": 0, "oom_kills": 3,
-            "psi": {"cpu_some_avg10": 8.0, "io_some_avg10": 0.5, "io_full_avg10": 0.1,
-                    "memory_some_avg10": 0.0, "memory_full_avg10": 0.0}}
-    return {"schema": "stallscope.snapshot/1", "time": t, "host": "gpu-node-17",
-            "context": {"scheduler": "slurm", "job_id": "4242", "step_id": "0"},
-            "host_stats": host, "interfaces": interfaces, "rdma": rdma, "gpus": gpus,
-            "xid_events": [], "collector_failures": {}}
-
-
-def timeline(n, interval=10, seed=1, edit=None):
-    rng = random.Random(seed)
-    out = []
-    for i in range(n):
-        s = base(i, T0 + i * interval, rng)
-        if edit:
-            edit(i, s)
-        out.append(s)
-    return out
-
-
-def port(s):
-    return s["rdma"][0]
-
-
-def iface(s, name):
-    return next(x for x in s["interfaces"] if x["name"] == name)
-
-
-def add(d, key, value):
-    d[key] = d[key] + value
+import scenarios_issue13 as i13
+from scenario_base import GIB, HERE, add, base, iface, port, timeline
 
 
 # ---- the scenarios -------------------------------------------------------------------------------------
@@ -293,6 +222,35 @@ SCENARIOS = {
     "collector_timeout": dict(n=9, edit=collector_timeout),
     "stale_counters": dict(n=14, interval=20, edit=stale_counters),
     "nccl_hang_with_fabric": dict(n=9, interval=30, edit=nccl_hang_with_fabric),
+    # healthy variants
+    "healthy_checkpoint_dips": dict(n=156, interval=10, seed=11, edit=i13.checkpoint_dips),
+    "healthy_eval_pauses": dict(n=100, interval=10, seed=12, edit=i13.eval_pauses),
+    "healthy_dataloader_warmup": dict(n=40, interval=10, seed=13, edit=i13.dataloader_warmup),
+    "healthy_nccl_init": dict(n=30, interval=10, seed=14, edit=i13.nccl_init),
+    "healthy_second_step": dict(n=20, interval=10, seed=15, edit=i13.second_step),
+    "healthy_sw_power_cap": dict(n=12, interval=10, seed=16, edit=i13.sw_power_cap),
+    "healthy_unused_ib_port": dict(n=12, interval=10, seed=17, edit=i13.unused_ib_port),
+    "healthy_cnp_bursts": dict(n=100, interval=10, seed=18, edit=i13.cnp_bursts),
+    "healthy_four_rails": dict(n=12, interval=10, seed=19, edit=i13.four_rails),
+    "healthy_gpu_memory_94pct": dict(n=12, interval=10, seed=20, edit=i13.memory_94pct),
+    "healthy_teardown_tail": dict(n=40, interval=10, seed=21, edit=i13.teardown_tail),
+    "healthy_ras_missing_once": dict(n=12, interval=30, seed=22, edit=i13.ras_missing_once),
+    # faults issue 13 found answered wrongly
+    "rail_down_before_step": dict(n=12, interval=10, edit=i13.rail_down_before_step),
+    "short_step_port_down": dict(n=6, interval=5, edit=i13.short_port_down),
+    "short_step_quiet": dict(n=5, interval=5),
+    "nvml_not_loadable": dict(n=12, interval=10, edit=i13.nvml_not_loadable),
+    "nvml_util_not_supported": dict(n=12, interval=10, edit=i13.nvml_not_supported),
+    "sustained_low_util": dict(n=40, interval=10, edit=i13.sustained_low),
+    "frequent_loader_dips": dict(n=60, interval=5, edit=i13.frequent_dips),
+    "xid_94_contained": dict(n=9, edit=i13.xid_94),
+    "hw_thermal_one_gpu": dict(n=6, interval=10, edit=i13.hw_thermal_one_gpu),
+    "ras_rank_missing_persistent": dict(n=10, interval=30, edit=i13.ras_missing_persistent),
+    "retry_exceeded": dict(n=9, edit=i13.retry_exceeded),
+    "port_degraded": dict(n=9, edit=i13.port_degraded),
+    "io_pressure_sustained": dict(n=30, interval=10, edit=i13.io_pressure),
+    "row_remap_failure": dict(n=9, edit=i13.row_remap_failure),
+    "rnr_naks": dict(n=9, edit=i13.rnr_naks),
 }
 
 
