@@ -50,8 +50,9 @@ void write_job_notes(JobReport& job) {
     for (const auto& g : job.gpus)
         if (g.throttle_share && *g.throttle_share >= 0.1) {
             std::snprintf(buf, sizeof buf,
-                          "GPU %d on %s throttled (power/thermal/HW slowdown) in %.0f %% of samples", g.index,
-                          g.host.c_str(), *g.throttle_share * 100);
+                          "GPU %d on %s held back by a hardware slowdown (HW slowdown, HW thermal, power "
+                          "brake) in %.0f %% of samples",
+                          g.index, g.host.c_str(), *g.throttle_share * 100);
             throttled.push_back({*g.throttle_share, buf, g.host});
         }
     for (const auto& p : job.ports) {

@@ -4,14 +4,10 @@
 #include <cmath>
 
 #include "libstallscope/model/json_fields.h"
+#include "libstallscope/rules/gpu_window_rules.h"
 
 namespace stallscope::cli {
 namespace {
-
-bool slowdown_reason(const std::string& r) {
-    return r.find("power") != std::string::npos || r.find("thermal") != std::string::npos ||
-           r.find("hw_slowdown") != std::string::npos;
-}
 
 // Sum of the named counters' deltas; false when none of them had a comparable delta (not measured).
 bool sum_of(const std::map<std::string, CounterDelta>* row, std::initializer_list<const char*> names,
@@ -90,7 +86,9 @@ void NodeStatsAccumulator::add_gpu(const Gpu& g) {
             st.temperature_n ? std::max(st.max_temperature, *g.temperature_c) : *g.temperature_c;
         ++st.temperature_n;
     }
-    if (std::any_of(g.throttle_reasons.begin(), g.throttle_reasons.end(), slowdown_reason)) st.throttled += 1;
+    // Hardware slowdown only (HW slowdown, HW thermal, power brake), as the rules count it: a plain
+    // sw_power_cap at full clocks is not throttling (issue 13: "throttle 100 %" on healthy GPUs).
+    if (hw_slowdown_bits(g) != 0) st.throttled += 1;
 }
 
 void NodeStatsAccumulator::add_ports(const Rates& r, const Snapshot& s) {
