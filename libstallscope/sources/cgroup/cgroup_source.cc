@@ -26,6 +26,8 @@ class CgroupSource final : public Source {
 
     void sample(Snapshot& snapshot) override {
         if (!located_) locate();
+        // Outside Slurm a missing job cgroup is expected, not news (a workstation, a Kubernetes pod).
+        if (!locate_warning_.empty() && snapshot.context.scheduler == "slurm") warn_once(locate_warning_);
         if (found_) read_job(snapshot);
         place_gpu_processes(snapshot);
         for (auto& w : pending_) snapshot.warnings.push_back(std::move(w));
@@ -46,15 +48,15 @@ class CgroupSource final : public Source {
         if (const auto status = read_text_file(roots_.procfs + "/self/status", error, 64 << 10))
             own_uid_ = status_uid(*status);
         if (!text) {
-            warn_once("cgroup: " + self + ": " + error + "; job_cgroup is null");
+            locate_warning_ = "cgroup: " + self + ": " + error + "; job_cgroup is null";
             return;
         }
         const ProcessCgroup own = parse_proc_cgroup(*text);
         const auto dirs = find_slurm_dirs(own.path);
         if (!dirs) {
-            warn_once("cgroup: " + self + " (" + own.path +
-                      ") is not inside a Slurm job_*/step_* cgroup; job_cgroup is null, rules use node-wide "
-                      "/proc numbers");
+            locate_warning_ = "cgroup: " + self + " (" + own.path +
+                              ") is not inside a Slurm job_*/step_* cgroup; job_cgroup is null, rules use "
+                              "node-wide /proc numbers";
             return;
         }
         found_ = true;
@@ -192,6 +194,7 @@ class CgroupSource final : public Source {
     Roots roots_;
     bool located_ = false, found_ = false;
     SlurmCgroupPath dirs_;
+    std::string locate_warning_;
     JobCgroup job_;  // identity, copied into each sample
     std::optional<std::uint32_t> own_uid_;
     std::optional<KeptOpenFile> memory_current_, memory_peak_, memory_max_, memory_events_, cpu_stat_,

@@ -26,9 +26,10 @@ Roots node_roots(const std::string& root) {
     return roots;
 }
 
-Snapshot sample(Source& source, double time = 0) {
+Snapshot sample(Source& source, double time = 0, const char* scheduler = "slurm") {
     Snapshot s;
     s.time = time;
+    s.context.scheduler = scheduler;
     source.sample(s);
     return s;
 }
@@ -122,7 +123,7 @@ TEST_CASE("cgroup v1 (hybrid host): memory, OOM kills and cpuacct from the contr
     CHECK_FALSE(c.psi.cpu_some_avg10.has_value());  // no per-cgroup PSI in v1
 }
 
-TEST_CASE("outside a Slurm job the job cgroup is null with one warning per run, not per sample") {
+TEST_CASE("a Slurm process outside a job cgroup: null with one warning per run; not Slurm: no warning") {
     TempDir dir;
     const std::string root = copy_of(dir, "nodes/h100-slurm-step");
     write_file(root + "/proc/self/cgroup", "0::/user.slice/user-1000.slice/session-3.scope\n");
@@ -133,6 +134,10 @@ TEST_CASE("outside a Slurm job the job cgroup is null with one warning per run, 
     CHECK(any_contains(first.warnings, "session-3.scope"));
     const Snapshot second = sample(*source);
     CHECK(second.warnings.empty());
+    auto workstation = make_cgroup_source(node_roots(root));
+    const Snapshot plain = sample(*workstation, 0, "none");
+    CHECK_FALSE(plain.job_cgroup.has_value());
+    CHECK(plain.warnings.empty());
 }
 
 TEST_CASE("garbage and missing cgroup files are null and named in a warning, the rest still read") {
