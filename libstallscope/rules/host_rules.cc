@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "libstallscope/rules/cgroup_rules.h"
+
 namespace stallscope {
 namespace {
 
@@ -18,6 +20,7 @@ std::uint64_t mix_counters(std::uint64_t h, const CounterMap& m) {
 }  // namespace
 
 void host_pressure_rule(const RuleInput& in, std::vector<Finding>& out) {
+    if (job_pressure_known(in.cur)) return;  // issue 15: the job's own PSI decides (job_*_pressure)
     const Psi& psi = in.cur.host_stats.psi;
     struct Check {
         const Gauge& value;
@@ -63,7 +66,7 @@ void host_memory_low_rule(const RuleInput& in, std::vector<Finding>& out) {
 }
 
 void host_oom_rule(const RuleInput& in, std::vector<Finding>& out) {
-    if (!in.rates) return;
+    if (!in.rates || job_oom_known(in.cur)) return;  // issue 15: the job's own count decides (job_oom_kill)
     const auto d = delta_of(*in.rates, in.rates->host, "host", "oom_kills");
     if (!d || d->delta == 0) return;
     out.push_back(

@@ -78,6 +78,7 @@ void VerdictAccumulator::add(const SampleOutcome& s) {
         fast_confidence_sum_ += s.confidence;
     }
     if (s.mean_gpu_util) util_sum_ += *s.mean_gpu_util, ++util_samples_;
+    if (!s.activity_hint.empty() && s.activity_hint != "unknown") ++activity_hints_[s.activity_hint];
     if (!s.findings) return;
     std::set<std::string> fired;  // one count per (code, subject) per sample
     for (const Finding& f : *s.findings) {
@@ -180,6 +181,11 @@ StepVerdict VerdictAccumulator::build(const Thresholds& t) const {
         v.bottleneck_hint = *hints.begin();
     else if (hints.size() > 1)
         v.bottleneck_hint = "mixed";
+    else if (const auto top = std::max_element(  // issue 15: the hint most FAST samples agree on
+                 activity_hints_.begin(), activity_hints_.end(),
+                 [](const auto& a, const auto& b) { return a.second < b.second; });
+             v.label == kLabelFast && top != activity_hints_.end() && top->second * 2 > fast_samples_)
+        v.bottleneck_hint = top->first;
     else if (v.label == kLabelFast && util_samples_ && util_sum_ / util_samples_ >= 80)
         v.bottleneck_hint = "compute";
 

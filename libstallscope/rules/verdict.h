@@ -31,6 +31,7 @@ struct SampleOutcome {
     bool counters_seen = false;      // any GPU gauge or any counter delta this sample
     bool collectors_failed = false;  // Snapshot::collector_failures non-empty
     std::optional<double> mean_gpu_util;
+    std::string activity_hint;  // issue 15: a FAST sample's hint (GPM-based where present)
 };
 
 class VerdictAccumulator {
@@ -54,6 +55,7 @@ class VerdictAccumulator {
     double start_ = 0, end_ = 0;
     double util_sum_ = 0;
     int util_samples_ = 0;
+    std::map<std::string, int> activity_hints_;  // issue 15: FAST samples per hint
 };
 
 // Confidence of one reason from its severity and how far past its threshold it was (score).
