@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <set>
 
+#include "libstallscope/rules/cgroup_rules.h"
+
 namespace stallscope {
 namespace {
 
@@ -46,6 +48,16 @@ GpmMeans gpm_means(const Snapshot& s, const Thresholds* skip_spinning = nullptr)
     return m;
 }
 
+// The job's CPU limit throttled it this interval (cgroup cpu.stat deltas).
+bool job_throttled(const Rates* rates) {
+    if (!rates) return false;
+    const auto periods = delta_of(*rates, rates->host, "job_cgroup", "cpu_nr_periods");
+    const auto throttled = delta_of(*rates, rates->host, "job_cgroup", "cpu_nr_throttled");
+    return periods && throttled && static_cast<double>(periods->delta) >= kJobThrottledMinPeriods &&
+           static_cast<double>(throttled->delta) >=
+               kJobThrottledPeriodsShare * static_cast<double>(periods->delta);
+}
+
 // The job's own pressure where its cgroup has PSI, else the node's (context only).
 bool input_pressure(const Snapshot& s) {
     const Psi& psi = s.job_cgroup && s.job_cgroup->psi.cpu_some_avg10 ? s.job_cgroup->psi : s.host_stats.psi;
@@ -71,7 +83,7 @@ std::optional<double> gpm_sm_active(const Gpu& g) {
     return std::nullopt;
 }
 
-std::optional<std::string> gpm_bottleneck_hint(const Snapshot& s) {
+std::optional<std::string> gpm_bottleneck_hint(const Snapshot& s, const Rates* rates) {
     const GpmMeans m = gpm_means(s);
     const auto sm = m.sm.value();
     if (!sm) return std::nullopt;
@@ -79,7 +91,7 @@ std::optional<std::string> gpm_bottleneck_hint(const Snapshot& s) {
     if (*sm >= kHintComputeSmPct) return std::string(dram >= kHintMemoryDramPct ? "memory" : "compute");
     if (m.nvlink.value().value_or(0) >= kHintNvlinkMibPerS || m.pcie.value().value_or(0) >= kHintPcieMibPerS)
         return std::string("network");
-    if (input_pressure(s)) return std::string("input");
+    if (input_pressure(s) || job_throttled(rates)) return std::string("input");
     if (dram >= kHintMemoryDramPct) return std::string("memory");
     return std::nullopt;
 }
@@ -108,15 +120,16 @@ void gpu_low_sm_activity_rule(const RuleInput& in, std::vector<Finding>& out) {
     if (!sm || *sm >= kLowSmActivityPct || *sm <= in.t.gpu_idle_util_pct) return;  // idle is gpu_idle's
     const auto util = m.util.value();
     if (util && *util < kLowSmBusyUtilPct) return;  // low utilization already says it (gpu_low_utilization)
-    const auto hint = gpm_bottleneck_hint(in.cur);
+    const auto hint = gpm_bottleneck_hint(in.cur, in.rates);
     Evidence ev{{"mean_sm_active_pct", *sm},
                 {"gpus", static_cast<double>(m.gpus)},
                 {"threshold_pct", kLowSmActivityPct}};
     if (util) ev["mean_utilization_pct"] = *util;
     if (auto tensor = m.tensor.value()) ev["mean_tensor_active_pct"] = *tensor;
     if (auto dram = m.dram.value()) ev["mean_dram_bandwidth_pct"] = *dram;
-    std::string why = hint == "network"  ? "waiting on communication (NVLink/PCIe busy)"
-                      : hint == "input"  ? "waiting on input (the job's CPU or I/O is under pressure)"
+    std::string why = hint == "network" ? "waiting on communication (NVLink/PCIe busy)"
+                      : hint == "input"
+                          ? "waiting on input (the job's CPU or I/O is under pressure or throttled)"
                       : hint == "memory" ? "memory-bandwidth bound"
                                          : "kernels too small, launch-bound or synchronising";
     out.push_back(

@@ -35,8 +35,9 @@ std::optional<bool> gpm_spinning(const Gpu& gpu, const Thresholds& t);
 std::optional<double> gpm_sm_active(const Gpu& gpu);
 
 // compute | memory | network (NVLink/PCIe/fabric: communication) | input (host CPU / I/O), from the
-// step's GPUs' GPM means and the job's own pressure; nullopt when GPM is absent or nothing stands out.
-std::optional<std::string> gpm_bottleneck_hint(const Snapshot& s);
+// step's GPUs' GPM means and the job's own pressure or CPU throttling (from `rates`, when given);
+// nullopt when GPM is absent or nothing stands out.
+std::optional<std::string> gpm_bottleneck_hint(const Snapshot& s, const Rates* rates = nullptr);
 
 // Whether this GPU is one of the step's: all visible GPUs when the scheduler names none (ConstrainDevices
 // hides the others from NVML); else matched by uuid / MIG uuid / index against CUDA_VISIBLE_DEVICES and

@@ -169,7 +169,7 @@ Profile Profiler::profile(const Snapshot& s) {
         p.bottleneck_hint = *hints.begin();
     else if (worst >= 2 && hints.size() > 1)
         p.bottleneck_hint = "mixed";
-    else if (const auto gpm_hint = worst == 0 ? gpm_bottleneck_hint(s) : std::nullopt)  // issue 15
+    else if (const auto gpm_hint = worst == 0 ? gpm_bottleneck_hint(s, rates) : std::nullopt)  // issue 15
         p.bottleneck_hint = *gpm_hint;
     else if (worst == 0 && util && *util >= 80)
         p.bottleneck_hint = "compute";

@@ -40,12 +40,20 @@ int causal_rank(const std::string& code) {
         {"gpu_straggler", 80},           {"gpu_idle", 81},
         {"gpu_low_utilization", 82},
     };
+    // issue 15 (gpm_rules, cgroup_rules): next to their fabric / host / GPU neighbours above.
+    static const std::map<std::string, int> depth_ranks = {
+        {"gpu_nvlink_errors", 33},   {"gpu_pcie_replay", 34},     {"job_oom_kill", 50},
+        {"job_memory_pressure", 52}, {"job_io_pressure", 53},     {"job_cpu_throttled", 55},
+        {"job_cpu_pressure", 55},    {"gpu_foreign_process", 56}, {"gpu_low_sm_activity", 83},
+    };
+    if (auto d = depth_ranks.find(code); d != depth_ranks.end()) return d->second;
     auto it = ranks.find(code);
     return it == ranks.end() ? 65 : it->second;
 }
 
 bool is_symptom(const std::string& code) {
-    return code == "gpu_low_utilization" || code == "gpu_idle" || code == "gpu_straggler";
+    return code == "gpu_low_utilization" || code == "gpu_idle" || code == "gpu_straggler" ||
+           code == "gpu_low_sm_activity";  // issue 15
 }
 
 void order_reasons(std::vector<Reason>& reasons) {

@@ -130,3 +130,9 @@ def with_procs(i):
 
 
 write("foreign_gpu_process", [snapshot(t, [with_procs(i) for i in range(2)], cgroup()) for t in steps(8)])
+
+# The job's CPU limit (throttled in 40 % of periods) starves GPUs that read 92 % utilization at 12 % SM
+# activity: the throttling is the root cause, the low SM activity its symptom.
+write("throttled_starves_gpus",
+      [snapshot(t, [gpu(i, util=92.0, sm=12.0, tensor=3.0, dram=5.0, nvlink=100.0, pcie=50.0) for i in range(4)],
+                cgroup(periods=1000 + 100 * n, throttled=40 * n)) for n, t in enumerate(steps(8))])

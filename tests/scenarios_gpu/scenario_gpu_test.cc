@@ -37,6 +37,7 @@ const Expectation kScenarios[] = {
     {"nvlink_crc_errors",   "SLOW",      "gpu_nvlink_errors",   "network", ""},
     {"nvlink_recovery",     "FAIL_RISK", "gpu_nvlink_errors",   "network", ""},
     {"foreign_gpu_process", "SLOW",      "gpu_foreign_process", "compute", ""},
+    {"throttled_starves_gpus", "SLOW",   "job_cpu_throttled",   "",        ""},
 };
 // clang-format on
 
@@ -80,6 +81,18 @@ TEST_CASE("every GPU-depth scenario gives its verdict, root cause and bottleneck
         if (*e.hint) CHECK(v.bottleneck_hint == e.hint);
         if (*e.absent_code) CHECK_FALSE(has_code(v, e.absent_code));
     }
+}
+
+TEST_CASE("CPU throttling of the job is the root cause, the GPUs' low SM activity its symptom") {
+    const StepVerdict v =
+        profile_timeline(std::string(STALLSCOPE_SCENARIOS_GPU_DIR) + "/throttled_starves_gpus.jsonl");
+    REQUIRE(v.reasons.size() >= 2);
+    CHECK(v.reasons[0].reason.code == "job_cpu_throttled");
+    CHECK(v.reasons[1].reason.code == "gpu_low_sm_activity");
+    CHECK(v.bottleneck_hint == "input");
+    // From the second sample on (CPU throttling is a delta), the symptom says what the GPUs wait for.
+    const auto& worst = v.reasons[1];
+    CHECK(worst.samples >= 7);
 }
 
 TEST_CASE("the idle MIG slice is named; the slice without utilization but with GPM work is not idle") {
