@@ -60,7 +60,7 @@ Counter field_u64(const nvmlFieldValue_t& v) {
             if (v.value.siVal >= 0) return static_cast<std::uint64_t>(v.value.siVal);
             return std::nullopt;
         case NVML_VALUE_TYPE_DOUBLE:
-            if (std::isfinite(v.value.dVal) && v.value.dVal >= 0 && v.value.dVal < 1.8e19)
+            if (std::isfinite(v.value.dVal) && v.value.dVal >= 0 && v.value.dVal < 9.0e18)  // llround range
                 return static_cast<std::uint64_t>(std::llround(v.value.dVal));
             return std::nullopt;
     }
