@@ -234,10 +234,11 @@ void IdleGpuRule::evaluate(const RuleInput& in, std::vector<Finding>& out) {
     ev["idle_seconds"] = in.cur.time - since;
     ev["threshold_pct"] = in.t.gpu_idle_util_pct;
     ev["window_seconds"] = in.t.gpu_idle_window_seconds;
+    const char* metric = gpm_sm_active(*idle.front()) ? " % SM activity, GPM) for " : " % utilization) for ";
     Finding f = make_finding(
         "gpu_idle", "gpu", "warning", kLabelSlow, gpu_key(*idle.front()), SubjectKind::kGpu,
         std::to_string(idle.size()) + " of " + std::to_string(known) +
-            " allocated GPU(s) idle (<= " + fmt_num(in.t.gpu_idle_util_pct) + " % utilization) for " +
+            " allocated GPU(s) idle (<= " + fmt_num(in.t.gpu_idle_util_pct) + metric +
             fmt_num(in.cur.time - since) + " s: " + join_names(idle) + " — the step does not use them",
         std::move(ev), static_cast<double>(known) / std::max<size_t>(known - idle.size(), 1));
     f.since = since;

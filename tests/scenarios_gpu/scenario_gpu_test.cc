@@ -103,6 +103,7 @@ TEST_CASE("the idle MIG slice is named; the slice without utilization but with G
     CHECK(idle.subject == "MIG-00000001-1111-5000-8000-000000000000");
     CHECK(std::get<double>(idle.evidence.at("gpus_idle")) == 1);
     CHECK(std::get<double>(idle.evidence.at("gpus_total")) == 2);
+    CHECK(idle.message.find("SM activity, GPM") != std::string::npos);
 }
 
 TEST_CASE("the GPM busy-wait hang is found although power alone says the GPUs work") {
