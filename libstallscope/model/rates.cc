@@ -57,7 +57,34 @@ void diff_gpu(DeltaTable& table, const Gpu& p, const Gpu& c, double dt) {
     put(row, "violation_thermal_ns", p.violation_thermal_ns, c.violation_thermal_ns, dt);
     put(row, "ecc_uncorrected", p.ecc_uncorrected, c.ecc_uncorrected, dt);
     put(row, "ecc_corrected", p.ecc_corrected, c.ecc_corrected, dt);
+    if (p.interconnect && c.interconnect) {  // NVLink / PCIe field values (issue 15)
+        const GpuInterconnect &a = *p.interconnect, &b = *c.interconnect;
+        put(row, "nvlink_tx_bytes", a.nvlink_tx_bytes, b.nvlink_tx_bytes, dt);
+        put(row, "nvlink_rx_bytes", a.nvlink_rx_bytes, b.nvlink_rx_bytes, dt);
+        put(row, "nvlink_crc_errors", a.nvlink_crc_errors, b.nvlink_crc_errors, dt);
+        put(row, "nvlink_replay_errors", a.nvlink_replay_errors, b.nvlink_replay_errors, dt);
+        put(row, "nvlink_recovery_errors", a.nvlink_recovery_errors, b.nvlink_recovery_errors, dt);
+        put(row, "pcie_replay_count", a.pcie_replay_count, b.pcie_replay_count, dt);
+        put(row, "pcie_tx_bytes", a.pcie_tx_bytes, b.pcie_tx_bytes, dt);
+        put(row, "pcie_rx_bytes", a.pcie_rx_bytes, b.pcie_rx_bytes, dt);
+    }
     if (row.empty()) table.erase(key);
+}
+
+// The job's cgroup, as entity "job_cgroup" of the host table; compared only within one cgroup path.
+void diff_job_cgroup(DeltaTable& table, const JobCgroup& p, const JobCgroup& c, double dt) {
+    if (p.path != c.path) return;
+    auto& row = table["job_cgroup"];
+    put(row, "memory_oom_events", p.memory_oom_events, c.memory_oom_events, dt);
+    put(row, "memory_oom_kill_events", p.memory_oom_kill_events, c.memory_oom_kill_events, dt);
+    put(row, "cpu_usage_usec", p.cpu_usage_usec, c.cpu_usage_usec, dt);
+    put(row, "cpu_nr_periods", p.cpu_nr_periods, c.cpu_nr_periods, dt);
+    put(row, "cpu_nr_throttled", p.cpu_nr_throttled, c.cpu_nr_throttled, dt);
+    put(row, "cpu_throttled_usec", p.cpu_throttled_usec, c.cpu_throttled_usec, dt);
+    put(row, "psi_cpu_some_total_us", p.psi.cpu_some_total_us, c.psi.cpu_some_total_us, dt);
+    put(row, "psi_io_full_total_us", p.psi.io_full_total_us, c.psi.io_full_total_us, dt);
+    put(row, "psi_memory_full_total_us", p.psi.memory_full_total_us, c.psi.memory_full_total_us, dt);
+    if (row.empty()) table.erase("job_cgroup");
 }
 
 }  // namespace
@@ -80,6 +107,8 @@ Rates compute_rates(const Snapshot& previous, const Snapshot& current) {
     if (!(r.interval_seconds > 0)) return r;  // clock went backwards or same sample: no deltas
     const double dt = r.interval_seconds;
     diff_host(r.host, previous.host_stats, current.host_stats, dt);
+    if (previous.job_cgroup && current.job_cgroup)
+        diff_job_cgroup(r.host, *previous.job_cgroup, *current.job_cgroup, dt);
     for (const auto& c : current.interfaces)
         for (const auto& p : previous.interfaces)
             if (p.name == c.name) diff_interface(r.interfaces, p, c, dt);

@@ -15,7 +15,7 @@ using DeltaTable = std::map<std::string, std::map<std::string, CounterDelta>>;
 
 struct Rates {
     double interval_seconds = 0;
-    DeltaTable host;              // "host" -> oom_kills, psi *_total_us
+    DeltaTable host;              // "host" -> oom_kills, psi *_total_us; "job_cgroup" -> its counters
     DeltaTable interfaces;        // net/dev columns and ethtool pause fields
     DeltaTable rdma_counters;     // ports/N/counters
     DeltaTable rdma_hw_counters;  // ports/N/hw_counters

@@ -68,6 +68,47 @@ struct RdmaPort {
     std::string key() const { return device + "/" + std::to_string(port); }
 };
 
+// NVML GPM (Hopper and newer) over the last >= 100 ms between two GPM samples: what the SMs, tensor cores
+// and memory really did, where utilization_pct only says "some kernel ran". A metric NVML declined is null.
+struct GpmMetrics {
+    Gauge sm_active_pct;       // NVML_GPM_METRIC_SM_UTIL (~ DCGM PROF_SM_ACTIVE)
+    Gauge sm_occupancy_pct;    // NVML_GPM_METRIC_SM_OCCUPANCY
+    Gauge tensor_active_pct;   // NVML_GPM_METRIC_ANY_TENSOR_UTIL (~ PROF_PIPE_TENSOR_ACTIVE)
+    Gauge dram_bandwidth_pct;  // NVML_GPM_METRIC_DRAM_BW_UTIL
+    Gauge pcie_tx_mib_per_s, pcie_rx_mib_per_s;
+    Gauge nvlink_tx_mib_per_s, nvlink_rx_mib_per_s;  // all links
+};
+
+// NVLink and PCIe counters from nvmlDeviceGetFieldValues, lifetime (deltas in Rates::gpus).
+struct GpuInterconnect {
+    Counter nvlink_link_count;
+    Counter nvlink_tx_bytes, nvlink_rx_bytes;  // NVLINK_THROUGHPUT_DATA_TX/RX (KiB) x 1024, all links
+    Counter nvlink_crc_errors, nvlink_replay_errors, nvlink_recovery_errors;  // *_COUNT_TOTAL
+    Counter pcie_replay_count;
+    Counter pcie_tx_bytes, pcie_rx_bytes;  // NVML_FI_DEV_PCIE_COUNT_TX/RX_BYTES
+};
+
+// A MIG instance reported as its own Gpu entry: NVML gives no utilization for it, and power,
+// temperature and clocks are the parent GPU's (gauges_from_parent says so).
+struct MigInstance {
+    std::string parent_uuid, parent_pci_bus_id;
+    int parent_index = -1;
+    std::optional<int> gpu_instance_id, compute_instance_id;
+    bool gauges_from_parent = true;
+};
+
+// A process NVML lists on a GPU (nvmlDeviceGetComputeRunningProcesses_v3), placed by its cgroup.
+struct GpuProcess {
+    std::int64_t pid = 0;
+    Counter used_memory_bytes;  // null when NVML cannot tell (Windows WDDM, some MIG setups)
+    std::optional<int> gpu_instance_id, compute_instance_id;
+    // Filled by the cgroup source from <procfs>/<pid>/cgroup and status; "" / nullopt when unreadable.
+    std::string cgroup;  // "/system.slice/slurmstepd.scope/job_42/step_0/user/task_0"
+    std::string job_id;  // the job_* component of that path, "" when not a Slurm job's
+    std::optional<std::uint32_t> uid;
+    std::string owner;  // step | job | other_job | other_user | unknown
+};
+
 struct Gpu {
     int index = -1;                              // the source's own index (NVML index, drm card number)
     std::string uuid, pci_bus_id, name, vendor;  // vendor: nvidia | amd
@@ -84,6 +125,11 @@ struct Gpu {
     Counter remapped_rows_pending, remapped_rows_failure;  // 0/1 flags from NVML
     Counter energy_mj;                                     // total energy since driver load
     std::vector<int> xid;  // Xid codes seen for this GPU during the last interval
+    // Depth (issue 15); absent when the source could not ask (nvidia-smi, amdgpu, older drivers).
+    std::optional<GpmMetrics> gpm;
+    std::optional<GpuInterconnect> interconnect;
+    std::optional<MigInstance> mig;
+    std::optional<std::vector<GpuProcess>> processes;
 };
 
 // An Xid line from the kernel log (kmsg), already mapped to a GPU when the PCI id matched one.
@@ -95,6 +141,20 @@ struct XidEvent {
     std::string message;   // the rest of the kernel line
 };
 
+// The job's own cgroup (Slurm's step_* / job_* directory): what this job used, where /proc numbers are
+// the whole node's. cgroup v2 (v1 fills what it has: no pressure, no throttled time in usec).
+struct JobCgroup {
+    int version = 2;
+    std::string path;   // relative to the cgroup mount: /system.slice/slurmstepd.scope/job_42/step_0
+    std::string scope;  // step | job (which directory the walk up from /proc/self/cgroup stopped at)
+    std::string job_id, step_id;  // from the job_* / step_* names (26.05: the SLUID)
+    Counter memory_current_bytes, memory_peak_bytes, memory_max_bytes;  // max null when "max"
+    Counter memory_oom_events, memory_oom_kill_events;                  // memory.events oom, oom_kill
+    Counter cpu_usage_usec, cpu_user_usec, cpu_system_usec;
+    Counter cpu_nr_periods, cpu_nr_throttled, cpu_throttled_usec;  // present with the cpu controller
+    Psi psi;  // <cgroup>/{cpu,io,memory}.pressure, same fields as the node's
+};
+
 struct Snapshot {
     double time = 0;  // seconds since the epoch, UTC
     std::string host;
@@ -104,6 +164,7 @@ struct Snapshot {
     std::vector<RdmaPort> rdma;
     std::vector<Gpu> gpus;
     std::vector<XidEvent> xid_events;
+    std::optional<JobCgroup> job_cgroup;  // null when this process is not in a Slurm job cgroup
     NcclState nccl;  // RAS / Inspector / log / nccl-tests evidence of this sample (model/nccl.h)
     std::vector<std::string> warnings;  // one per missing/unreadable/garbage input, naming the file/device
     // Collectors that failed or overran their deadline this sample (name -> why); drives UNKNOWN.

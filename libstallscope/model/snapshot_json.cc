@@ -7,6 +7,7 @@
 
 #include "libstallscope/model/json_fields.h"
 #include "libstallscope/model/nccl_json.h"
+#include "libstallscope/model/snapshot_json_depth.h"
 
 namespace stallscope {
 namespace {
@@ -37,24 +38,6 @@ CounterMap read_counters(const Reader& r, const char* key) {
     Reader inner{*v, r.problems, r.where.empty() ? key : r.where + "." + key};
     for (auto it = v->begin(); it != v->end(); ++it) m[it.key()] = inner.u64(it.key().c_str());
     return m;
-}
-
-Json psi_json(const Psi& p) {
-    return Json{{"cpu_some_avg10", opt(p.cpu_some_avg10)},
-                {"cpu_some_avg60", opt(p.cpu_some_avg60)},
-                {"io_some_avg10", opt(p.io_some_avg10)},
-                {"io_some_avg60", opt(p.io_some_avg60)},
-                {"io_full_avg10", opt(p.io_full_avg10)},
-                {"io_full_avg60", opt(p.io_full_avg60)},
-                {"memory_some_avg10", opt(p.memory_some_avg10)},
-                {"memory_some_avg60", opt(p.memory_some_avg60)},
-                {"memory_full_avg10", opt(p.memory_full_avg10)},
-                {"memory_full_avg60", opt(p.memory_full_avg60)},
-                {"cpu_some_total_us", opt(p.cpu_some_total_us)},
-                {"io_some_total_us", opt(p.io_some_total_us)},
-                {"io_full_total_us", opt(p.io_full_total_us)},
-                {"memory_some_total_us", opt(p.memory_some_total_us)},
-                {"memory_full_total_us", opt(p.memory_full_total_us)}};
 }
 
 Json interface_json(const NetInterface& i) {
@@ -118,6 +101,7 @@ Json gpu_json(const Gpu& g) {
     o["remapped_rows_failure"] = opt(g.remapped_rows_failure);
     o["energy_mj"] = opt(g.energy_mj);
     o["xid"] = g.xid;
+    add_gpu_depth_json(g, o);
     return o;
 }
 
@@ -220,6 +204,7 @@ Gpu read_gpu(const Reader& r) {
     if (const Json* x = r.find("xid"); x && x->is_array())
         for (const auto& code : *x)
             if (code.is_number_integer()) g.xid.push_back(code.get<int>());
+    read_gpu_depth(r, g);
     return g;
 }
 
@@ -291,7 +276,7 @@ Json to_json(const Snapshot& s) {
                            {"procs_running", opt(h.procs_running)},
                            {"procs_blocked", opt(h.procs_blocked)},
                            {"oom_kills", opt(h.oom_kills)},
-                           {"psi", psi_json(h.psi)}};
+                           {"psi", psi_to_json(h.psi)}};
     o["interfaces"] = Json::array();
     for (const auto& i : s.interfaces) o["interfaces"].push_back(interface_json(i));
     o["rdma"] = Json::array();
@@ -306,6 +291,7 @@ Json to_json(const Snapshot& s) {
                                        {"severity", e.severity},
                                        {"message", e.message}});
     if (!s.nccl.empty()) o["nccl"] = nccl_to_json(s.nccl);
+    if (s.job_cgroup) o["job_cgroup"] = job_cgroup_to_json(*s.job_cgroup);
     o["collector_failures"] = Json::object();
     for (const auto& [k, v] : s.collector_failures) o["collector_failures"][k] = v;
     o["warnings"] = s.warnings;
@@ -361,31 +347,16 @@ Snapshot snapshot_from_json(const Json& object, std::vector<std::string>& proble
         hs.procs_running = hr.u64("procs_running");
         hs.procs_blocked = hr.u64("procs_blocked");
         hs.oom_kills = hr.u64("oom_kills");
-        if (const Json* p = hr.find("psi"); p && p->is_object()) {
-            Reader pr{*p, problems, "host_stats.psi"};
-            auto& psi = hs.psi;
-            psi.cpu_some_avg10 = pr.number("cpu_some_avg10");
-            psi.cpu_some_avg60 = pr.number("cpu_some_avg60");
-            psi.io_some_avg10 = pr.number("io_some_avg10");
-            psi.io_some_avg60 = pr.number("io_some_avg60");
-            psi.io_full_avg10 = pr.number("io_full_avg10");
-            psi.io_full_avg60 = pr.number("io_full_avg60");
-            psi.memory_some_avg10 = pr.number("memory_some_avg10");
-            psi.memory_some_avg60 = pr.number("memory_some_avg60");
-            psi.memory_full_avg10 = pr.number("memory_full_avg10");
-            psi.memory_full_avg60 = pr.number("memory_full_avg60");
-            psi.cpu_some_total_us = pr.u64("cpu_some_total_us");
-            psi.io_some_total_us = pr.u64("io_some_total_us");
-            psi.io_full_total_us = pr.u64("io_full_total_us");
-            psi.memory_some_total_us = pr.u64("memory_some_total_us");
-            psi.memory_full_total_us = pr.u64("memory_full_total_us");
-        }
+        if (const Json* p = hr.find("psi"); p && p->is_object())
+            hs.psi = read_psi(Reader{*p, problems, "host_stats.psi"});
     }
     s.interfaces = r.objects<NetInterface>("interfaces", read_interface);
     s.rdma = r.objects<RdmaPort>("rdma", read_rdma);
     s.gpus = r.objects<Gpu>("gpus", read_gpu);
     s.xid_events = r.objects<XidEvent>("xid_events", read_xid);
     if (const Json* n = r.find("nccl"); n && n->is_object()) s.nccl = nccl_from_json(*n, problems);
+    if (const Json* c = r.find("job_cgroup"); c && c->is_object())
+        s.job_cgroup = read_job_cgroup(Reader{*c, problems, "job_cgroup"});
     if (const Json* f = r.find("collector_failures"); f && f->is_object())
         for (auto it = f->begin(); it != f->end(); ++it)
             s.collector_failures[it.key()] = it->is_string() ? it->get<std::string>() : it->dump();

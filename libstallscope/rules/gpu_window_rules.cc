@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "libstallscope/rules/gpm_rules.h"  // issue 15
+
 namespace stallscope {
 namespace {
 
@@ -200,9 +202,13 @@ void BusyWaitHangRule::evaluate(const RuleInput& in, std::vector<Finding>& out) 
     double since = 0, worst_frac = 0;
     for (const auto& g : in.cur.gpus) {
         Run& run = runs_[gpu_key(g)];
-        const bool spinning = g.utilization_pct && g.power_w && g.power_limit_w && *g.power_limit_w > 0 &&
-                              *g.utilization_pct >= in.t.hang_util_pct &&
-                              *g.power_w <= in.t.hang_power_max_frac * *g.power_limit_w;
+        // issue 15: GPM (SM/tensor/DRAM activity) decides where present; utilization + power otherwise.
+        const std::optional<bool> gpm_spin = gpm_spinning(g, in.t);
+        const bool spinning = gpm_spin
+                                  ? *gpm_spin
+                                  : g.utilization_pct && g.power_w && g.power_limit_w &&
+                                        *g.power_limit_w > 0 && *g.utilization_pct >= in.t.hang_util_pct &&
+                                        *g.power_w <= in.t.hang_power_max_frac * *g.power_limit_w;
         if (!spinning) {
             run = Run{};
             continue;
@@ -211,7 +217,8 @@ void BusyWaitHangRule::evaluate(const RuleInput& in, std::vector<Finding>& out) 
         if (run.samples < static_cast<int>(in.t.hang_min_samples)) continue;
         hung.push_back(&g);
         since = since == 0 ? run.since : std::min(since, run.since);
-        worst_frac = std::max(worst_frac, *g.power_w / *g.power_limit_w);
+        if (g.power_w && g.power_limit_w && *g.power_limit_w > 0)
+            worst_frac = std::max(worst_frac, *g.power_w / *g.power_limit_w);
     }
     if (hung.empty()) return;
     const Gpu& first = *hung.front();
@@ -219,17 +226,24 @@ void BusyWaitHangRule::evaluate(const RuleInput& in, std::vector<Finding>& out) 
     ev["gpus_hung"] = static_cast<double>(hung.size());
     ev["gpus_total"] = static_cast<double>(in.cur.gpus.size());
     ev["hung_gpus"] = join_names(hung);
-    ev["utilization_pct"] = *first.utilization_pct;
-    ev["power_w"] = *first.power_w;
-    ev["power_limit_w"] = *first.power_limit_w;
+    // issue 15: with GPM the decision (and its evidence) is SM activity; a MIG slice has no utilization.
+    const bool by_gpm = gpm_sm_active(first).has_value();
+    if (first.utilization_pct) ev["utilization_pct"] = *first.utilization_pct;
+    if (by_gpm) ev["sm_active_pct"] = *gpm_sm_active(first);
+    if (first.power_w) ev["power_w"] = *first.power_w;
+    if (first.power_limit_w) ev["power_limit_w"] = *first.power_limit_w;
     ev["max_power_fraction"] = worst_frac;
     ev["power_threshold_fraction"] = in.t.hang_power_max_frac;
     ev["samples_threshold"] = in.t.hang_min_samples;
     Finding f = make_finding(
         "gpu_busy_wait_hang", "gpu", "critical", kLabelFailRisk, gpu_key(first), SubjectKind::kGpu,
         std::to_string(hung.size()) + " of " + std::to_string(in.cur.gpus.size()) + " GPU(s) (" +
-            join_names(hung) + ") at >= " + fmt_num(in.t.hang_util_pct) + " % utilization but drawing <= " +
-            fmt_num(worst_frac * 100) + " % of the power limit for >= " + fmt_num(in.t.hang_min_samples) +
+            join_names(hung) + ") " +
+            (by_gpm ? "running kernels with <= " + fmt_num(*gpm_sm_active(first)) +
+                          " % SM activity and no tensor or DRAM work (GPM)"
+                    : "at >= " + fmt_num(in.t.hang_util_pct) + " % utilization but drawing <= " +
+                          fmt_num(worst_frac * 100) + " % of the power limit") +
+            " for >= " + fmt_num(in.t.hang_min_samples) +
             " samples — kernels spin-waiting (a collective waiting on a dead or stuck peer?)",
         std::move(ev), 3);
     f.since = since;
@@ -241,10 +255,14 @@ void IdleGpuRule::evaluate(const RuleInput& in, std::vector<Finding>& out) {
     double since = 0;
     int known = 0;
     for (const auto& g : in.cur.gpus) {
-        if (!g.utilization_pct) continue;
+        // issue 15: idle is decided on SM activity where GPM measured it (a MIG slice has no
+        // utilization: unknown, not idle); a GPU spinning at full utilization is the hang rule's.
+        const std::optional<double> activity = gpm_sm_active(g) ? gpm_sm_active(g) : g.utilization_pct;
+        if (!activity) continue;
         ++known;
         const std::string key = gpu_key(g);
-        if (*g.utilization_pct > in.t.gpu_idle_util_pct) {
+        if (*activity > in.t.gpu_idle_util_pct ||
+            (g.utilization_pct && *g.utilization_pct >= in.t.hang_util_pct)) {
             idle_since_.erase(key);
             continue;
         }
@@ -261,10 +279,11 @@ void IdleGpuRule::evaluate(const RuleInput& in, std::vector<Finding>& out) {
     ev["idle_seconds"] = in.cur.time - since;
     ev["threshold_pct"] = in.t.gpu_idle_util_pct;
     ev["window_seconds"] = in.t.gpu_idle_window_seconds;
+    const char* metric = gpm_sm_active(*idle.front()) ? " % SM activity, GPM) for " : " % utilization) for ";
     Finding f = make_finding(
         "gpu_idle", "gpu", "warning", kLabelSlow, gpu_key(*idle.front()), SubjectKind::kGpu,
         std::to_string(idle.size()) + " of " + std::to_string(known) +
-            " allocated GPU(s) idle (<= " + fmt_num(in.t.gpu_idle_util_pct) + " % utilization) for " +
+            " allocated GPU(s) idle (<= " + fmt_num(in.t.gpu_idle_util_pct) + metric +
             fmt_num(in.cur.time - since) + " s: " + join_names(idle) + " — the step does not use them",
         std::move(ev), static_cast<double>(known) / std::max<size_t>(known - idle.size(), 1));
     f.since = since;

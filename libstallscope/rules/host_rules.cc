@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "libstallscope/rules/cgroup_rules.h"
+
 namespace stallscope {
 namespace {
 
@@ -19,6 +21,7 @@ std::uint64_t mix_counters(std::uint64_t h, const CounterMap& m) {
 }  // namespace
 
 void host_pressure_rule(const RuleInput& in, std::vector<Finding>& out) {
+    if (job_pressure_known(in.cur)) return;  // issue 15: the job's own PSI decides (job_*_pressure)
     const Psi& psi = in.cur.host_stats.psi;
     struct Check {
         const Gauge& value;
@@ -64,7 +67,7 @@ void host_memory_low_rule(const RuleInput& in, std::vector<Finding>& out) {
 }
 
 void host_oom_rule(const RuleInput& in, std::vector<Finding>& out) {
-    if (!in.rates) return;
+    if (!in.rates || job_oom_known(in.cur)) return;  // issue 15: the job's own count decides (job_oom_kill)
     const auto d = delta_of(*in.rates, in.rates->host, "host", "oom_kills");
     if (!d || d->delta == 0) return;
     out.push_back(

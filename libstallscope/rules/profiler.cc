@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <set>
 
+#include "libstallscope/rules/cgroup_rules.h"  // issue 15: GPU depth and the job cgroup
+#include "libstallscope/rules/gpm_rules.h"
 #include "libstallscope/rules/gpu_rules.h"
 
 namespace stallscope {
@@ -93,8 +95,10 @@ std::vector<Finding> Profiler::run_rules(const RuleInput& in) {
     gpu_low_utilization_rule(in, out);
     gpu_memory_high_rule(in, out);
     gpu_temperature_rule(in, out);
+    gpu_depth_rules(in, out);  // issue 15: GPM activity, NVLink/PCIe errors, foreign GPU processes
     // host
     host_oom_rule(in, out);
+    job_cgroup_rules(in, out);  // issue 15: the job's own OOM kills, throttling, pressure
     host_memory_low_rule(in, out);
     host_pressure_rule(in, out);
     blocked_.evaluate(in, out);
@@ -175,6 +179,8 @@ Profile Profiler::profile(const Snapshot& s) {
         p.bottleneck_hint = *hints.begin();
     else if (worst >= 2 && hints.size() > 1)
         p.bottleneck_hint = "mixed";
+    else if (const auto gpm_hint = worst == 0 ? gpm_bottleneck_hint(s, rates) : std::nullopt)  // issue 15
+        p.bottleneck_hint = *gpm_hint;
     else if (worst == 0 && util && *util >= 80)
         p.bottleneck_hint = "compute";
 
@@ -191,6 +197,7 @@ Profile Profiler::profile(const Snapshot& s) {
     outcome.gpus = &s.gpus;
     outcome.gpus_allocated = static_cast<int>(allocated_gpus(s));
     outcome.gpus_measured = static_cast<int>(measured_gpus(s));
+    if (p.label == kLabelFast) outcome.activity_hint = p.bottleneck_hint;  // issue 15
     verdict_.add(outcome);
 
     for (Finding& f : findings) p.reasons.push_back(std::move(f.reason));

@@ -121,12 +121,20 @@ int causal_rank(const std::string& code) {
         {"gpu_idle", 81},
         {"gpu_low_utilization", 82},
     };
+    // issue 15 (gpm_rules, cgroup_rules): next to their fabric / host / GPU neighbours above.
+    static const std::map<std::string, int> depth_ranks = {
+        {"gpu_nvlink_errors", 33},   {"gpu_pcie_replay", 34},     {"job_oom_kill", 50},
+        {"job_memory_pressure", 52}, {"job_io_pressure", 53},     {"job_cpu_throttled", 55},
+        {"job_cpu_pressure", 55},    {"gpu_foreign_process", 56}, {"gpu_low_sm_activity", 83},
+    };
+    if (auto d = depth_ranks.find(code); d != depth_ranks.end()) return d->second;
     auto it = ranks.find(code);
     return it == ranks.end() ? 65 : it->second;
 }
 
 bool is_symptom(const std::string& code) {
-    return code == "gpu_low_utilization" || code == "gpu_idle" || code == "gpu_straggler";
+    return code == "gpu_low_utilization" || code == "gpu_idle" || code == "gpu_straggler" ||
+           code == "gpu_low_sm_activity";  // issue 15
 }
 
 void order_reasons(std::vector<Reason>& reasons) {
@@ -186,6 +194,7 @@ void VerdictAccumulator::add(const SampleOutcome& s) {
         fast_confidence_sum_ += s.confidence;
     }
     if (s.mean_gpu_util) util_sum_ += *s.mean_gpu_util, ++util_samples_;
+    if (!s.activity_hint.empty() && s.activity_hint != "unknown") ++activity_hints_[s.activity_hint];
     if (!s.findings) return;
     std::set<std::string> fired;  // one count per (code, subject) per sample
     for (const Finding& f : *s.findings) {
@@ -304,6 +313,11 @@ StepVerdict VerdictAccumulator::build(const Thresholds& t) const {
         v.bottleneck_hint = *hints.begin();
     else if (hints.size() > 1)
         v.bottleneck_hint = "mixed";
+    else if (const auto top = std::max_element(  // issue 15: the hint most FAST samples agree on
+                 activity_hints_.begin(), activity_hints_.end(),
+                 [](const auto& a, const auto& b) { return a.second < b.second; });
+             v.label == kLabelFast && top != activity_hints_.end() && top->second * 2 > fast_samples_)
+        v.bottleneck_hint = top->first;
     else if (v.label == kLabelFast && util_samples_ && util_sum_ / util_samples_ >= 80)
         v.bottleneck_hint = "compute";
 

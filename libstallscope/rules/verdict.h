@@ -34,6 +34,7 @@ struct SampleOutcome {
     const std::string* host = nullptr;          // to name the worst GPU "host:GPU 3"
     const std::vector<Gpu>* gpus = nullptr;     // this sample's GPUs (their display names)
     int gpus_allocated = 0, gpus_measured = 0;  // host_rules.h allocated_gpus / measured_gpus
+    std::string activity_hint;                  // issue 15: a FAST sample's hint (GPM-based where present)
 };
 
 class VerdictAccumulator {
@@ -75,6 +76,7 @@ class VerdictAccumulator {
     double start_ = 0, end_ = 0;
     double util_sum_ = 0;
     int util_samples_ = 0;
+    std::map<std::string, int> activity_hints_;  // issue 15: FAST samples per hint
 };
 
 // Confidence of one reason from its severity and how far past its threshold it was (score).

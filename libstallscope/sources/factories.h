@@ -26,5 +26,8 @@ std::unique_ptr<Source> make_amdgpu_source(const Roots& roots);
 std::unique_ptr<Source> make_kmsg_source(const Roots& roots);
 // NCCL/RCCL: RAS STATUS/MONITOR (node 0), Inspector JSONL, NCCL/PyTorch logs (sources/nccl/nccl_source.h).
 std::unique_ptr<Source> make_nccl_source(const Roots& roots);
+// The job's own cgroup (<procfs>/self/cgroup -> <sysfs>/fs/cgroup/...job_*) and the owner of each GPU
+// process; runs after the GPU sources (sources/cgroup/cgroup_source.cc).
+std::unique_ptr<Source> make_cgroup_source(const Roots& roots);
 
 }  // namespace stallscope

@@ -39,6 +39,7 @@ Sampler Sampler::for_node(const Roots& roots, double driver_timeout_seconds) {
     s.push_back(with_deadline(make_nvidia_source(roots), driver_timeout_seconds));
     s.push_back(make_kmsg_source(roots));
     s.push_back(make_nccl_source(roots));
+    s.push_back(make_cgroup_source(roots));
     return Sampler(std::move(s));
 }
 

@@ -18,8 +18,13 @@
 // minor_number utilization memory temperature power_usage enforced_power_limit clock_sm max_clock_sm
 // clocks_event_reasons violation_power violation_thermal ecc_uncorrected ecc_corrected remapped_rows energy.
 //
+// Depth (fake_nvml_depth.cc): "fields" {field id: value}, "processes" [{pid, used_memory_bytes,
+// gpu_instance_id, compute_instance_id}] (absent: none running), "gpm" {metric id: value} (absent: the
+// device does not support GPM), "mig_devices" [{uuid, gpu_instance_id, compute_instance_id,
+// memory_total_bytes, memory_used_bytes, gpm, processes}] with "mig_mode": 1 on the parent.
+//
 // Built with -DFAKE_NVML_OLD_DRIVER it lacks the entry points newer drivers added (PciInfo_v3,
-// ClocksEventReasons, RemappedRows, TotalEnergyConsumption), to test the loader's fallbacks.
+// ClocksEventReasons, RemappedRows, TotalEnergyConsumption, GPM), to test the loader's fallbacks.
 #include <sys/stat.h>
 #include <time.h>
 
@@ -33,26 +38,30 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "libstallscope/sources/nvml/nvml_abi.h"
+#include "tests/fake_nvml/fake_nvml_internal.h"
 
-struct nvmlDevice_st {
-    unsigned int index;
-};
+namespace fake_nvml {
 
-namespace {
-
-using nlohmann::json;
-
-constexpr unsigned int kMaxDevices = 64;
 nvmlDevice_st g_devices[kMaxDevices];
-
+nvmlDevice_st g_mig_devices[kMaxDevices][kMaxMig];
 std::mutex g_mutex;
 json g_fixture;
 bool g_initialised = false;
+
+}  // namespace fake_nvml
+
+using namespace fake_nvml;
+
+namespace {
+
 std::string g_path;
 timespec g_mtime{};
 off_t g_size = -1;
 std::map<std::string, unsigned long long> g_query_counts;
+
+}  // namespace
+
+namespace fake_nvml {
 
 // (Re)loads the fixture when it changed. Keeps the last good copy when the file vanished or is being
 // rewritten (half-written JSON).
@@ -88,16 +97,12 @@ void maybe_sleep() {
 
 // Looks up the device's JSON object and applies not_supported / errors for `query`. On NVML_SUCCESS,
 // `gpu` points at the device's object and `key` (when given) holds a value.
-nvmlReturn_t lookup(nvmlDevice_t device, const char* query, const json*& gpu, const char* key = nullptr) {
+nvmlReturn_t lookup(nvmlDevice_t device, const char* query, const json*& gpu, const char* key) {
     maybe_sleep();
     if (!g_initialised) return NVML_ERROR_UNINITIALIZED;
-    if (!device || device < g_devices || device >= g_devices + kMaxDevices)
-        return NVML_ERROR_INVALID_ARGUMENT;
     refresh();
     ++g_query_counts[query];
-    const auto& gpus = g_fixture["gpus"];
-    if (device->index >= gpus.size()) return NVML_ERROR_GPU_IS_LOST;
-    gpu = &gpus[device->index];
+    if (nvmlReturn_t rc = device_object(device, gpu); rc != NVML_SUCCESS) return rc;
     if (auto errors = gpu->find("errors"); errors != gpu->end() && errors->is_object()) {
         if (auto code = errors->find(query); code != errors->end() && code->is_number_integer())
             return static_cast<nvmlReturn_t>(code->get<int>());
@@ -109,6 +114,28 @@ nvmlReturn_t lookup(nvmlDevice_t device, const char* query, const json*& gpu, co
     if (key && !gpu->contains(key)) return NVML_ERROR_NOT_SUPPORTED;
     return NVML_SUCCESS;
 }
+
+nvmlReturn_t device_object(nvmlDevice_t device, const json*& object) {
+    const auto& gpus = g_fixture["gpus"];
+    if (device >= g_devices && device < g_devices + kMaxDevices) {
+        if (device->index >= gpus.size()) return NVML_ERROR_GPU_IS_LOST;
+        object = &gpus[device->index];
+        return NVML_SUCCESS;
+    }
+    if (device >= &g_mig_devices[0][0] && device < &g_mig_devices[0][0] + kMaxDevices * kMaxMig) {
+        if (device->index >= gpus.size()) return NVML_ERROR_GPU_IS_LOST;
+        const json& list = gpus[device->index].value("mig_devices", json::array());
+        if (!list.is_array() || device->mig < 0 || static_cast<std::size_t>(device->mig) >= list.size())
+            return NVML_ERROR_GPU_IS_LOST;
+        object = &gpus[device->index]["mig_devices"][static_cast<std::size_t>(device->mig)];
+        return NVML_SUCCESS;
+    }
+    return NVML_ERROR_INVALID_ARGUMENT;
+}
+
+}  // namespace fake_nvml
+
+namespace {
 
 template <class T>
 nvmlReturn_t get_number(nvmlDevice_t device, const char* query, const char* key, T* out) {
@@ -175,7 +202,10 @@ nvmlReturn_t nvmlInit_v2(void) {
     g_path.clear();
     g_size = -1;
     if (!refresh()) return NVML_ERROR_DRIVER_NOT_LOADED;
-    for (unsigned int i = 0; i < kMaxDevices; ++i) g_devices[i].index = i;
+    for (unsigned int i = 0; i < kMaxDevices; ++i) {
+        g_devices[i] = {i, -1};
+        for (int m = 0; m < static_cast<int>(kMaxMig); ++m) g_mig_devices[i][m] = {i, m};
+    }
     g_initialised = true;
     return NVML_SUCCESS;
 }

@@ -1,6 +1,8 @@
 #include "libstallscope/sources/nvml/nvml_collector.h"
 
+#include <chrono>
 #include <cstring>
+#include <thread>
 #include <utility>
 
 #include "libstallscope/sources/nvml/clocks_event_reasons.h"
@@ -39,8 +41,13 @@ bool is_permanent(nvmlReturn_t rc) {
 
 std::string gpu_label(const Gpu& gpu) {
     std::string label = "GPU " + std::to_string(gpu.index);
+    if (gpu.mig) label += " MIG " + gpu.uuid;
     if (!gpu.pci_bus_id.empty()) label += " (" + gpu.pci_bus_id + ")";
     return label;
+}
+
+double monotonic_seconds() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 }  // namespace
@@ -64,6 +71,7 @@ void NvmlCollector::on_error(GpuState& gpu, const char* field, int field_id, nvm
 
 void NvmlCollector::discover() {
     const NvmlFunctions& f = lib_->fn();
+    std::vector<std::string> no_gpm;
     unsigned int count = 0;
     if (nvmlReturn_t rc = f.get_count(&count); rc != NVML_SUCCESS) {
         warn_once("nvml: nvmlDeviceGetCount_v2 failed (" + lib_->error_string(rc) + "): no GPUs");
@@ -117,11 +125,34 @@ void NvmlCollector::discover() {
         } else {
             on_error(gpu, "max_sm_clock_mhz", -1, e);
         }
+        discover_depth(gpu, no_gpm);
         gpus_.push_back(std::move(gpu));
+    }
+    if (!no_gpm.empty()) {
+        std::string list;
+        for (const auto& name : no_gpm) list += (list.empty() ? "" : ", ") + name;
+        warn_once("nvml: GPM unsupported on " + list +
+                  " (needs a Hopper or newer GPU and driver >= 520): SM/tensor/DRAM activity absent, rules "
+                  "fall back to utilization and power");
     }
 }
 
 void NvmlCollector::sample(Snapshot& snapshot) {
+    double now = monotonic_seconds();
+    if (first_sample_) {
+        // GPM needs two samples >= 100 ms apart: take the first now and wait out the rest once, so a
+        // one-shot `stallscope --json` has the metrics too. Later samples pair with the previous one.
+        first_sample_ = false;
+        bool any_gpm = false;
+        for (auto& gpu : gpus_) {
+            std::optional<GpmMetrics> ignored;
+            if (gpu.gpm) any_gpm |= gpu.gpm->sample(now, ignored) == NVML_SUCCESS;
+            for (auto& instance : gpu.instances)
+                if (instance.gpm) any_gpm |= instance.gpm->sample(now, ignored) == NVML_SUCCESS;
+        }
+        if (any_gpm) std::this_thread::sleep_for(std::chrono::duration<double>(kGpmMinPairSeconds + 0.005));
+        now = monotonic_seconds();
+    }
     for (auto& gpu : gpus_) {
         Gpu out = gpu.identity;
         gpu.lost = false;
@@ -129,6 +160,11 @@ void NvmlCollector::sample(Snapshot& snapshot) {
         if (gpu.lost)
             snapshot.warnings.push_back("nvml: " + gpu_label(gpu.identity) +
                                         " reports GPU lost / reset required (see Xid 79 / 48 / 95)");
+        if (gpu.mig_mode && !gpu.instances.empty()) {
+            sample_mig_instances(gpu, out, snapshot.context, now, snapshot);
+            continue;  // in MIG mode the GPU is its instances; its own utilization is "not supported"
+        }
+        sample_depth(gpu, out, now);
         snapshot.gpus.push_back(std::move(out));
     }
     for (auto& warning : pending_warnings_) snapshot.warnings.push_back(std::move(warning));

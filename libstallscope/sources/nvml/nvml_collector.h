@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "libstallscope/model/snapshot.h"
+#include "libstallscope/sources/nvml/nvml_depth.h"
 #include "libstallscope/sources/nvml/nvml_library.h"
 
 namespace stallscope {
@@ -17,7 +18,8 @@ class NvmlCollector {
   public:
     explicit NvmlCollector(std::unique_ptr<NvmlLibrary> library);
 
-    // Appends one Gpu per visible device and the warnings this sample adds.
+    // Appends one Gpu per visible device and the warnings this sample adds. A GPU in MIG mode is
+    // reported as its MIG instances (those named in the step's CUDA_VISIBLE_DEVICES when it names any).
     void sample(Snapshot& snapshot);
     std::size_t gpu_count() const { return gpus_.size(); }
 
@@ -36,6 +38,9 @@ class NvmlCollector {
         kEccCorrected,
         kRemappedRows,
         kEnergy,
+        kInterconnect,
+        kProcesses,
+        kGpm,
         kFieldCount
     };
 
@@ -44,7 +49,10 @@ class NvmlCollector {
         nvmlDevice_t handle = nullptr;
         Gpu identity;  // index, uuid, pci_bus_id, name, vendor, minor, max SM clock
         std::array<bool, kFieldCount> disabled{};
-        bool lost = false;  // a query this sample said GPU_IS_LOST / RESET_REQUIRED
+        bool lost = false;                // a query this sample said GPU_IS_LOST / RESET_REQUIRED
+        std::unique_ptr<GpmSampler> gpm;  // null: GPM unsupported here (pre-Hopper, old driver)
+        bool mig_mode = false;
+        std::vector<GpuState> instances;  // MIG instances of this GPU (identity.mig set)
     };
 
     void discover();
@@ -53,11 +61,18 @@ class NvmlCollector {
     void on_error(GpuState& gpu, const char* field, int field_id, nvmlReturn_t rc);
     void warn_once(std::string message);
     void sample_gpu(GpuState& gpu, Gpu& out);
+    // GPM, NVLink/PCIe field values and processes (nvml_depth.h); MIG instances get GPM and processes.
+    void sample_depth(GpuState& gpu, Gpu& out, double now);
+    void discover_depth(GpuState& gpu, std::vector<std::string>& no_gpm);
+    void discover_mig(GpuState& gpu);
+    void sample_mig_instances(GpuState& parent, const Gpu& parent_out, const JobContext& context, double now,
+                              Snapshot& snapshot);
 
     std::unique_ptr<NvmlLibrary> lib_;
     std::vector<GpuState> gpus_;
     std::set<std::string> warned_;
     std::vector<std::string> pending_warnings_;  // moved into the next snapshot
+    bool first_sample_ = true;
 };
 
 }  // namespace stallscope

@@ -64,6 +64,22 @@ std::unique_ptr<NvmlLibrary> NvmlLibrary::open(const std::string& path, std::str
     optional("nvmlDeviceGetTotalEccErrors", f.get_total_ecc_errors);
     optional("nvmlDeviceGetRemappedRows", f.get_remapped_rows);
     optional("nvmlDeviceGetTotalEnergyConsumption", f.get_total_energy);
+    optional("nvmlDeviceGetFieldValues", f.get_field_values);
+    // Only the _v3 name: _v1/_v2 fill smaller structs (the header #defines the plain name to _v3).
+    optional("nvmlDeviceGetComputeRunningProcesses_v3", f.get_compute_processes);
+    // MIG (driver >= 450) and GPM (>= 520, Hopper): their absence is a property of the driver, reported
+    // by the collector as "GPM unsupported" rather than as one warning per symbol.
+    resolve(h, "nvmlDeviceGetMigMode", f.get_mig_mode);
+    resolve(h, "nvmlDeviceGetMaxMigDeviceCount", f.get_max_mig_device_count);
+    resolve(h, "nvmlDeviceGetMigDeviceHandleByIndex", f.get_mig_device_handle);
+    resolve(h, "nvmlDeviceGetGpuInstanceId", f.get_gpu_instance_id);
+    resolve(h, "nvmlDeviceGetComputeInstanceId", f.get_compute_instance_id);
+    resolve(h, "nvmlGpmQueryDeviceSupport", f.gpm_query_support);
+    resolve(h, "nvmlGpmSampleAlloc", f.gpm_sample_alloc);
+    resolve(h, "nvmlGpmSampleFree", f.gpm_sample_free);
+    resolve(h, "nvmlGpmSampleGet", f.gpm_sample_get);
+    resolve(h, "nvmlGpmMetricsGet", f.gpm_metrics_get);
+    resolve(h, "nvmlGpmMigSampleGet", f.gpm_mig_sample_get);
 
     const nvmlReturn_t rc = f.init();
     if (rc != NVML_SUCCESS) {

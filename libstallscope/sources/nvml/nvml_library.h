@@ -37,6 +37,26 @@ struct NvmlFunctions {
     decltype(&nvmlDeviceGetTotalEccErrors) get_total_ecc_errors = nullptr;
     decltype(&nvmlDeviceGetRemappedRows) get_remapped_rows = nullptr;
     decltype(&nvmlDeviceGetTotalEnergyConsumption) get_total_energy = nullptr;
+    // Depth (issue 15): NVLink/PCIe field values, processes, MIG, GPM. All optional.
+    decltype(&nvmlDeviceGetFieldValues) get_field_values = nullptr;
+    decltype(&nvmlDeviceGetComputeRunningProcesses_v3) get_compute_processes = nullptr;
+    decltype(&nvmlDeviceGetMigMode) get_mig_mode = nullptr;
+    decltype(&nvmlDeviceGetMaxMigDeviceCount) get_max_mig_device_count = nullptr;
+    decltype(&nvmlDeviceGetMigDeviceHandleByIndex) get_mig_device_handle = nullptr;
+    decltype(&nvmlDeviceGetGpuInstanceId) get_gpu_instance_id = nullptr;
+    decltype(&nvmlDeviceGetComputeInstanceId) get_compute_instance_id = nullptr;
+    // GPM: usable only when every one of these resolved (gpm_available()).
+    decltype(&nvmlGpmQueryDeviceSupport) gpm_query_support = nullptr;
+    decltype(&nvmlGpmSampleAlloc) gpm_sample_alloc = nullptr;
+    decltype(&nvmlGpmSampleFree) gpm_sample_free = nullptr;
+    decltype(&nvmlGpmSampleGet) gpm_sample_get = nullptr;
+    decltype(&nvmlGpmMetricsGet) gpm_metrics_get = nullptr;
+    decltype(&nvmlGpmMigSampleGet) gpm_mig_sample_get = nullptr;  // per MIG instance; optional within GPM
+
+    bool gpm_available() const {
+        return gpm_query_support && gpm_sample_alloc && gpm_sample_free && gpm_sample_get && gpm_metrics_get;
+    }
+    bool mig_available() const { return get_mig_mode && get_max_mig_device_count && get_mig_device_handle; }
 };
 
 class NvmlLibrary {

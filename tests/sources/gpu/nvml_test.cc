@@ -95,7 +95,12 @@ TEST_CASE("GPUs answering NO_PERMISSION (other jobs' GPUs under ConstrainDevices
     ScopedEnv env("STALLSCOPE_FAKE_NVML_FIXTURE", fixture("nvml/constrained-2-of-4.json"));
     auto source = make_nvidia_source(fake_nvml_roots());
     const Snapshot snap = sample(*source);
-    CHECK(snap.warnings.empty());
+    // This fixture predates GPM and field values: those say so once (GPUs 2 and 3 only); nothing about 0, 1.
+    CHECK(count_containing(snap.warnings, "GPM unsupported on GPU 2, GPU 3 (") == 1);
+    CHECK(count_containing(snap.warnings, "interconnect (NVLink/PCIe field values) unavailable") == 2);
+    CHECK(snap.warnings.size() == 3);
+    CHECK_FALSE(any_contains(snap.warnings, "GPU 0"));
+    CHECK_FALSE(any_contains(snap.warnings, "GPU 1"));
     REQUIRE(snap.gpus.size() == 2);
     CHECK(snap.gpus[0].index == 2);
     CHECK(snap.gpus[0].pci_bus_id == "00000000:3A:00.0");
@@ -133,7 +138,10 @@ TEST_CASE(
     CHECK(count_containing(first.warnings, "GPU 1 (00000000:2A:00.0): energy_mj unavailable") == 1);
     CHECK(count_containing(first.warnings,
                            "GPU 1 (00000000:2A:00.0): temperature_c unavailable (Unknown Error)") == 1);
-    CHECK(first.warnings.size() == 7);  // the six above + GPU 1 ecc_corrected
+    // the six above + GPU 1 ecc_corrected + GPM unsupported (one line) + no field values on either GPU
+    CHECK(count_containing(first.warnings, "GPM unsupported on GPU 0, GPU 1 (") == 1);
+    CHECK(count_containing(first.warnings, "interconnect (NVLink/PCIe field values) unavailable") == 2);
+    CHECK(first.warnings.size() == 10);
 
     const auto power_queries = fake_query_count("power_usage");
     const auto temperature_queries = fake_query_count("temperature");
@@ -222,7 +230,11 @@ TEST_CASE("An older driver's library without the newer entry points falls back t
     CHECK_FALSE(first.gpus[1].energy_mj.has_value());
     CHECK(count_containing(first.warnings, "has no nvmlDeviceGetRemappedRows") == 1);
     CHECK(count_containing(first.warnings, "has no nvmlDeviceGetTotalEnergyConsumption") == 1);
-    CHECK(first.warnings.size() == 2);
+    // No GPM entry points in this driver: GPM absent, said once for both GPUs (not once per symbol).
+    CHECK_FALSE(first.gpus[0].gpm.has_value());
+    CHECK(count_containing(first.warnings, "GPM unsupported on GPU 0, GPU 1 (") == 1);
+    CHECK(count_containing(first.warnings, "interconnect (NVLink/PCIe field values) unavailable") == 2);
+    CHECK(first.warnings.size() == 5);
     CHECK(sample(*source).warnings.empty());
 }
 

@@ -1,0 +1,232 @@
+#include "libstallscope/model/snapshot_json_depth.h"
+
+namespace stallscope {
+namespace {
+
+using json_fields::Reader;
+
+Json opt(const Counter& c) {
+    return c ? Json(*c) : Json(nullptr);
+}
+Json opt(const Gauge& g) {
+    return g ? Json(*g) : Json(nullptr);
+}
+Json opt(const std::optional<int>& i) {
+    return i ? Json(*i) : Json(nullptr);
+}
+
+std::optional<int> read_int(const Reader& r, const char* key) {
+    if (auto v = r.integer(key)) return static_cast<int>(*v);
+    return std::nullopt;
+}
+
+// An optional sub-object: nullopt when absent or not an object (the latter is a problem).
+template <typename T, typename F>
+std::optional<T> sub_object(const Reader& r, const char* key, F read_one) {
+    const Json* v = r.find(key);
+    if (!v || v->is_null()) return std::nullopt;
+    if (!v->is_object()) {
+        r.wrong_type(key, "an object");
+        return std::nullopt;
+    }
+    return read_one(Reader{*v, r.problems, r.where.empty() ? key : r.where + "." + key});
+}
+
+GpmMetrics read_gpm(const Reader& r) {
+    GpmMetrics g;
+    g.sm_active_pct = r.number("sm_active_pct");
+    g.sm_occupancy_pct = r.number("sm_occupancy_pct");
+    g.tensor_active_pct = r.number("tensor_active_pct");
+    g.dram_bandwidth_pct = r.number("dram_bandwidth_pct");
+    g.pcie_tx_mib_per_s = r.number("pcie_tx_mib_per_s");
+    g.pcie_rx_mib_per_s = r.number("pcie_rx_mib_per_s");
+    g.nvlink_tx_mib_per_s = r.number("nvlink_tx_mib_per_s");
+    g.nvlink_rx_mib_per_s = r.number("nvlink_rx_mib_per_s");
+    return g;
+}
+
+GpuInterconnect read_interconnect(const Reader& r) {
+    GpuInterconnect l;
+    l.nvlink_link_count = r.u64("nvlink_link_count");
+    l.nvlink_tx_bytes = r.u64("nvlink_tx_bytes");
+    l.nvlink_rx_bytes = r.u64("nvlink_rx_bytes");
+    l.nvlink_crc_errors = r.u64("nvlink_crc_errors");
+    l.nvlink_replay_errors = r.u64("nvlink_replay_errors");
+    l.nvlink_recovery_errors = r.u64("nvlink_recovery_errors");
+    l.pcie_replay_count = r.u64("pcie_replay_count");
+    l.pcie_tx_bytes = r.u64("pcie_tx_bytes");
+    l.pcie_rx_bytes = r.u64("pcie_rx_bytes");
+    return l;
+}
+
+MigInstance read_mig(const Reader& r) {
+    MigInstance m;
+    m.parent_uuid = r.string("parent_uuid");
+    m.parent_pci_bus_id = r.string("parent_pci_bus_id");
+    m.parent_index = read_int(r, "parent_index").value_or(-1);
+    m.gpu_instance_id = read_int(r, "gpu_instance_id");
+    m.compute_instance_id = read_int(r, "compute_instance_id");
+    if (const Json* v = r.find("gauges_from_parent"); v && v->is_boolean())
+        m.gauges_from_parent = v->get<bool>();
+    return m;
+}
+
+GpuProcess read_process(const Reader& r) {
+    GpuProcess p;
+    p.pid = r.integer("pid").value_or(0);
+    p.used_memory_bytes = r.u64("used_memory_bytes");
+    p.gpu_instance_id = read_int(r, "gpu_instance_id");
+    p.compute_instance_id = read_int(r, "compute_instance_id");
+    p.cgroup = r.string("cgroup");
+    p.job_id = r.string("job_id");
+    if (auto uid = r.u64("uid"); uid && *uid <= 0xffffffffULL) p.uid = static_cast<std::uint32_t>(*uid);
+    p.owner = r.string("owner");
+    return p;
+}
+
+}  // namespace
+
+Json psi_to_json(const Psi& p) {
+    return Json{{"cpu_some_avg10", opt(p.cpu_some_avg10)},
+                {"cpu_some_avg60", opt(p.cpu_some_avg60)},
+                {"io_some_avg10", opt(p.io_some_avg10)},
+                {"io_some_avg60", opt(p.io_some_avg60)},
+                {"io_full_avg10", opt(p.io_full_avg10)},
+                {"io_full_avg60", opt(p.io_full_avg60)},
+                {"memory_some_avg10", opt(p.memory_some_avg10)},
+                {"memory_some_avg60", opt(p.memory_some_avg60)},
+                {"memory_full_avg10", opt(p.memory_full_avg10)},
+                {"memory_full_avg60", opt(p.memory_full_avg60)},
+                {"cpu_some_total_us", opt(p.cpu_some_total_us)},
+                {"io_some_total_us", opt(p.io_some_total_us)},
+                {"io_full_total_us", opt(p.io_full_total_us)},
+                {"memory_some_total_us", opt(p.memory_some_total_us)},
+                {"memory_full_total_us", opt(p.memory_full_total_us)}};
+}
+
+Psi read_psi(const Reader& pr) {
+    Psi psi;
+    psi.cpu_some_avg10 = pr.number("cpu_some_avg10");
+    psi.cpu_some_avg60 = pr.number("cpu_some_avg60");
+    psi.io_some_avg10 = pr.number("io_some_avg10");
+    psi.io_some_avg60 = pr.number("io_some_avg60");
+    psi.io_full_avg10 = pr.number("io_full_avg10");
+    psi.io_full_avg60 = pr.number("io_full_avg60");
+    psi.memory_some_avg10 = pr.number("memory_some_avg10");
+    psi.memory_some_avg60 = pr.number("memory_some_avg60");
+    psi.memory_full_avg10 = pr.number("memory_full_avg10");
+    psi.memory_full_avg60 = pr.number("memory_full_avg60");
+    psi.cpu_some_total_us = pr.u64("cpu_some_total_us");
+    psi.io_some_total_us = pr.u64("io_some_total_us");
+    psi.io_full_total_us = pr.u64("io_full_total_us");
+    psi.memory_some_total_us = pr.u64("memory_some_total_us");
+    psi.memory_full_total_us = pr.u64("memory_full_total_us");
+    return psi;
+}
+
+Json gpm_to_json(const GpmMetrics& g) {
+    return Json{{"sm_active_pct", opt(g.sm_active_pct)},
+                {"sm_occupancy_pct", opt(g.sm_occupancy_pct)},
+                {"tensor_active_pct", opt(g.tensor_active_pct)},
+                {"dram_bandwidth_pct", opt(g.dram_bandwidth_pct)},
+                {"pcie_tx_mib_per_s", opt(g.pcie_tx_mib_per_s)},
+                {"pcie_rx_mib_per_s", opt(g.pcie_rx_mib_per_s)},
+                {"nvlink_tx_mib_per_s", opt(g.nvlink_tx_mib_per_s)},
+                {"nvlink_rx_mib_per_s", opt(g.nvlink_rx_mib_per_s)}};
+}
+
+Json interconnect_to_json(const GpuInterconnect& l) {
+    return Json{{"nvlink_link_count", opt(l.nvlink_link_count)},
+                {"nvlink_tx_bytes", opt(l.nvlink_tx_bytes)},
+                {"nvlink_rx_bytes", opt(l.nvlink_rx_bytes)},
+                {"nvlink_crc_errors", opt(l.nvlink_crc_errors)},
+                {"nvlink_replay_errors", opt(l.nvlink_replay_errors)},
+                {"nvlink_recovery_errors", opt(l.nvlink_recovery_errors)},
+                {"pcie_replay_count", opt(l.pcie_replay_count)},
+                {"pcie_tx_bytes", opt(l.pcie_tx_bytes)},
+                {"pcie_rx_bytes", opt(l.pcie_rx_bytes)}};
+}
+
+Json mig_to_json(const MigInstance& m) {
+    return Json{{"parent_uuid", m.parent_uuid},
+                {"parent_pci_bus_id", m.parent_pci_bus_id},
+                {"parent_index", m.parent_index},
+                {"gpu_instance_id", opt(m.gpu_instance_id)},
+                {"compute_instance_id", opt(m.compute_instance_id)},
+                {"gauges_from_parent", m.gauges_from_parent}};
+}
+
+Json processes_to_json(const std::vector<GpuProcess>& processes) {
+    Json a = Json::array();
+    for (const auto& p : processes)
+        a.push_back(Json{{"pid", p.pid},
+                         {"used_memory_bytes", opt(p.used_memory_bytes)},
+                         {"gpu_instance_id", opt(p.gpu_instance_id)},
+                         {"compute_instance_id", opt(p.compute_instance_id)},
+                         {"cgroup", p.cgroup},
+                         {"job_id", p.job_id},
+                         {"uid", p.uid ? Json(*p.uid) : Json(nullptr)},
+                         {"owner", p.owner}});
+    return a;
+}
+
+Json job_cgroup_to_json(const JobCgroup& c) {
+    return Json{{"version", c.version},
+                {"path", c.path},
+                {"scope", c.scope},
+                {"job_id", c.job_id},
+                {"step_id", c.step_id},
+                {"memory_current_bytes", opt(c.memory_current_bytes)},
+                {"memory_peak_bytes", opt(c.memory_peak_bytes)},
+                {"memory_max_bytes", opt(c.memory_max_bytes)},
+                {"memory_oom_events", opt(c.memory_oom_events)},
+                {"memory_oom_kill_events", opt(c.memory_oom_kill_events)},
+                {"cpu_usage_usec", opt(c.cpu_usage_usec)},
+                {"cpu_user_usec", opt(c.cpu_user_usec)},
+                {"cpu_system_usec", opt(c.cpu_system_usec)},
+                {"cpu_nr_periods", opt(c.cpu_nr_periods)},
+                {"cpu_nr_throttled", opt(c.cpu_nr_throttled)},
+                {"cpu_throttled_usec", opt(c.cpu_throttled_usec)},
+                {"psi", psi_to_json(c.psi)}};
+}
+
+void add_gpu_depth_json(const Gpu& g, Json& o) {
+    if (g.gpm) o["gpm"] = gpm_to_json(*g.gpm);
+    if (g.interconnect) o["interconnect"] = interconnect_to_json(*g.interconnect);
+    if (g.mig) o["mig"] = mig_to_json(*g.mig);
+    if (g.processes) o["processes"] = processes_to_json(*g.processes);
+}
+
+void read_gpu_depth(const Reader& r, Gpu& g) {
+    g.gpm = sub_object<GpmMetrics>(r, "gpm", read_gpm);
+    g.interconnect = sub_object<GpuInterconnect>(r, "interconnect", read_interconnect);
+    g.mig = sub_object<MigInstance>(r, "mig", read_mig);
+    if (const Json* v = r.find("processes"); v && v->is_array())
+        g.processes = r.objects<GpuProcess>("processes", read_process);
+    else if (v && !v->is_null())
+        r.wrong_type("processes", "an array");
+}
+
+JobCgroup read_job_cgroup(const Reader& r) {
+    JobCgroup c;
+    c.version = read_int(r, "version").value_or(2);
+    c.path = r.string("path");
+    c.scope = r.string("scope");
+    c.job_id = r.string("job_id");
+    c.step_id = r.string("step_id");
+    c.memory_current_bytes = r.u64("memory_current_bytes");
+    c.memory_peak_bytes = r.u64("memory_peak_bytes");
+    c.memory_max_bytes = r.u64("memory_max_bytes");
+    c.memory_oom_events = r.u64("memory_oom_events");
+    c.memory_oom_kill_events = r.u64("memory_oom_kill_events");
+    c.cpu_usage_usec = r.u64("cpu_usage_usec");
+    c.cpu_user_usec = r.u64("cpu_user_usec");
+    c.cpu_system_usec = r.u64("cpu_system_usec");
+    c.cpu_nr_periods = r.u64("cpu_nr_periods");
+    c.cpu_nr_throttled = r.u64("cpu_nr_throttled");
+    c.cpu_throttled_usec = r.u64("cpu_throttled_usec");
+    if (auto psi = sub_object<Psi>(r, "psi", read_psi)) c.psi = *psi;
+    return c;
+}
+
+}  // namespace stallscope

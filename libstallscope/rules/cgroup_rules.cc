@@ -1,0 +1,116 @@
+#include "libstallscope/rules/cgroup_rules.h"
+
+#include <algorithm>
+
+namespace stallscope {
+namespace {
+
+Evidence job_evidence(const JobCgroup& c) {
+    Evidence ev{{"cgroup", c.path}};
+    if (!c.job_id.empty()) ev["job_id"] = c.job_id;
+    return ev;
+}
+
+std::string job_name(const JobCgroup& c) {
+    return "job " + (c.job_id.empty() ? c.path : c.job_id);
+}
+
+void pressure(const RuleInput& in, const JobCgroup& c, std::vector<Finding>& out) {
+    struct Check {
+        const Gauge& value;
+        double threshold;
+        const char* code;
+        const char* what;
+        const char* hint;
+    };
+    const Check checks[] = {
+        {c.psi.memory_full_avg10, in.t.psi_memory_full_pct, "job_memory_pressure",
+         "of the time all its tasks stalled on memory (cgroup PSI memory full avg10) — reclaim at its limit",
+         "memory"},
+        {c.psi.io_full_avg10, in.t.psi_io_full_pct, "job_io_pressure",
+         "of the time all its tasks stalled on I/O (cgroup PSI io full avg10) — input or checkpoint I/O "
+         "bound",
+         "input"},
+        {c.psi.cpu_some_avg10, in.t.psi_cpu_some_pct, "job_cpu_pressure",
+         "of the time its runnable tasks waited for a CPU (cgroup PSI cpu some avg10) — data loaders starved",
+         "input"},
+    };
+    for (const auto& check : checks) {
+        if (!check.value || *check.value < check.threshold || *check.value <= 0) continue;
+        Evidence ev = job_evidence(c);
+        ev["avg10_pct"] = *check.value;
+        ev["threshold_pct"] = check.threshold;
+        out.push_back(make_finding(check.code, "system", "warning", kLabelSlow, "job", SubjectKind::kHost,
+                                   job_name(c) + ": " + fmt_num(*check.value) + " % " + check.what +
+                                       " (threshold " + fmt_num(check.threshold) + " %)",
+                                   std::move(ev), *check.value / std::max(check.threshold, 1e-9),
+                                   check.hint));
+    }
+}
+
+}  // namespace
+
+bool job_oom_known(const Snapshot& s) {
+    return s.job_cgroup && s.job_cgroup->memory_oom_kill_events.has_value();
+}
+
+bool job_pressure_known(const Snapshot& s) {
+    return s.job_cgroup && (s.job_cgroup->psi.cpu_some_avg10 || s.job_cgroup->psi.memory_full_avg10 ||
+                            s.job_cgroup->psi.io_full_avg10);
+}
+
+void job_cgroup_rules(const RuleInput& in, std::vector<Finding>& out) {
+    if (!in.cur.job_cgroup) return;
+    const JobCgroup& c = *in.cur.job_cgroup;
+    pressure(in, c, out);
+    if (c.memory_current_bytes && c.memory_max_bytes && *c.memory_max_bytes > 0) {
+        const double pct =
+            static_cast<double>(*c.memory_current_bytes) / static_cast<double>(*c.memory_max_bytes) * 100;
+        if (pct >= kJobMemoryNearLimitPct) {
+            Evidence ev = job_evidence(c);
+            ev["memory_current_bytes"] = static_cast<double>(*c.memory_current_bytes);
+            ev["memory_max_bytes"] = static_cast<double>(*c.memory_max_bytes);
+            ev["threshold_pct"] = kJobMemoryNearLimitPct;
+            out.push_back(make_finding("job_memory_near_limit", "system", "warning", kLabelFast, "job",
+                                       SubjectKind::kHost,
+                                       job_name(c) + ": " + fmt_num(pct) +
+                                           " % of its memory limit in use (page cache included) — the next "
+                                           "allocation may be OOM-killed",
+                                       std::move(ev), pct / kJobMemoryNearLimitPct, "memory"));
+        }
+    }
+    if (!in.rates) return;
+    const DeltaTable& table = in.rates->host;
+    if (auto oom = delta_of(*in.rates, table, "job_cgroup", "memory_oom_kill_events");
+        oom && oom->delta > 0) {
+        Evidence ev = job_evidence(c);
+        ev["oom_kills_delta"] = static_cast<double>(oom->delta);
+        if (c.memory_max_bytes) ev["memory_max_bytes"] = static_cast<double>(*c.memory_max_bytes);
+        out.push_back(make_finding("job_oom_kill", "system", "critical", kLabelFailRisk, "job",
+                                   SubjectKind::kHost,
+                                   job_name(c) + ": " + std::to_string(oom->delta) +
+                                       " of its processes OOM-killed at the job's memory limit — a rank or "
+                                       "data loader may be gone",
+                                   std::move(ev), 2 + static_cast<double>(oom->delta), "memory"));
+    }
+    const auto periods = delta_of(*in.rates, table, "job_cgroup", "cpu_nr_periods");
+    const auto throttled = delta_of(*in.rates, table, "job_cgroup", "cpu_nr_throttled");
+    if (periods && throttled && static_cast<double>(periods->delta) >= kJobThrottledMinPeriods) {
+        const double share = static_cast<double>(throttled->delta) / static_cast<double>(periods->delta);
+        if (share >= kJobThrottledPeriodsShare) {
+            Evidence ev = job_evidence(c);
+            ev["throttled_periods_share"] = share;
+            ev["threshold_share"] = kJobThrottledPeriodsShare;
+            if (auto t = delta_of(*in.rates, table, "job_cgroup", "cpu_throttled_usec"))
+                ev["throttled_seconds_per_second"] = t->per_second / 1e6;
+            out.push_back(make_finding(
+                "job_cpu_throttled", "system", "warning", kLabelSlow, "job", SubjectKind::kHost,
+                job_name(c) + ": CPU-throttled in " + fmt_num(share * 100) +
+                    " % of its scheduler periods (threshold " + fmt_num(kJobThrottledPeriodsShare * 100) +
+                    " %) — its CPU limit starves data loading and the launch path",
+                std::move(ev), share / kJobThrottledPeriodsShare, "input"));
+        }
+    }
+}
+
+}  // namespace stallscope

@@ -1,0 +1,217 @@
+#include "libstallscope/rules/gpm_rules.h"
+
+#include <algorithm>
+#include <set>
+
+#include "libstallscope/rules/cgroup_rules.h"
+
+namespace stallscope {
+namespace {
+
+Evidence gpu_evidence(const Gpu& g) {
+    Evidence ev{{"gpu_index", static_cast<double>(g.index)}};
+    if (!g.uuid.empty()) ev["uuid"] = g.uuid;
+    if (!g.pci_bus_id.empty()) ev["pci_bus_id"] = g.pci_bus_id;
+    return ev;
+}
+
+struct Mean {
+    double sum = 0;
+    int n = 0;
+    void add(const Gauge& g) {
+        if (g) sum += *g, ++n;
+    }
+    std::optional<double> value() const { return n ? std::optional<double>(sum / n) : std::nullopt; }
+};
+
+struct GpmMeans {
+    Mean sm, tensor, dram, nvlink, pcie, util;
+    int gpus = 0;
+};
+
+// Means over the step's GPUs with GPM; `skip_spinning` leaves out GPUs the busy-wait rule owns.
+GpmMeans gpm_means(const Snapshot& s, const Thresholds* skip_spinning = nullptr) {
+    GpmMeans m;
+    for (const auto& g : s.gpus) {
+        if (!g.gpm || !is_step_gpu(g, s)) continue;
+        if (skip_spinning && gpm_spinning(g, *skip_spinning).value_or(false)) continue;
+        ++m.gpus;
+        m.sm.add(g.gpm->sm_active_pct);
+        m.tensor.add(g.gpm->tensor_active_pct);
+        m.dram.add(g.gpm->dram_bandwidth_pct);
+        if (g.gpm->nvlink_tx_mib_per_s && g.gpm->nvlink_rx_mib_per_s)
+            m.nvlink.add(*g.gpm->nvlink_tx_mib_per_s + *g.gpm->nvlink_rx_mib_per_s);
+        if (g.gpm->pcie_tx_mib_per_s && g.gpm->pcie_rx_mib_per_s)
+            m.pcie.add(*g.gpm->pcie_tx_mib_per_s + *g.gpm->pcie_rx_mib_per_s);
+        m.util.add(g.utilization_pct);
+    }
+    return m;
+}
+
+// The job's CPU limit throttled it this interval (cgroup cpu.stat deltas).
+bool job_throttled(const Rates* rates) {
+    if (!rates) return false;
+    const auto periods = delta_of(*rates, rates->host, "job_cgroup", "cpu_nr_periods");
+    const auto throttled = delta_of(*rates, rates->host, "job_cgroup", "cpu_nr_throttled");
+    return periods && throttled && static_cast<double>(periods->delta) >= kJobThrottledMinPeriods &&
+           static_cast<double>(throttled->delta) >=
+               kJobThrottledPeriodsShare * static_cast<double>(periods->delta);
+}
+
+// The job's own pressure where its cgroup has PSI, else the node's (context only).
+bool input_pressure(const Snapshot& s) {
+    const Psi& psi = s.job_cgroup && s.job_cgroup->psi.cpu_some_avg10 ? s.job_cgroup->psi : s.host_stats.psi;
+    return (psi.cpu_some_avg10 && *psi.cpu_some_avg10 >= kHintInputPressurePct) ||
+           (psi.io_full_avg10 && *psi.io_full_avg10 >= kHintInputPressurePct) ||
+           (psi.io_some_avg10 && *psi.io_some_avg10 >= 2 * kHintInputPressurePct);
+}
+
+}  // namespace
+
+std::optional<bool> gpm_spinning(const Gpu& g, const Thresholds& t) {
+    if (!g.gpm || !g.gpm->sm_active_pct) return std::nullopt;
+    const GpmMetrics& m = *g.gpm;
+    const bool no_work = *m.sm_active_pct <= kSpinSmActiveMaxPct &&
+                         m.tensor_active_pct.value_or(0) <= kSpinTensorMaxPct &&
+                         m.dram_bandwidth_pct.value_or(0) <= kSpinDramMaxPct;
+    if (g.utilization_pct) return *g.utilization_pct >= t.hang_util_pct && no_work;
+    return no_work && *m.sm_active_pct > t.gpu_idle_util_pct;  // MIG: something runs, doing nothing
+}
+
+std::optional<double> gpm_sm_active(const Gpu& g) {
+    if (g.gpm && g.gpm->sm_active_pct) return g.gpm->sm_active_pct;
+    return std::nullopt;
+}
+
+std::optional<std::string> gpm_bottleneck_hint(const Snapshot& s, const Rates* rates) {
+    const GpmMeans m = gpm_means(s);
+    const auto sm = m.sm.value();
+    if (!sm) return std::nullopt;
+    const double dram = m.dram.value().value_or(0);
+    if (*sm >= kHintComputeSmPct) return std::string(dram >= kHintMemoryDramPct ? "memory" : "compute");
+    if (m.nvlink.value().value_or(0) >= kHintNvlinkMibPerS || m.pcie.value().value_or(0) >= kHintPcieMibPerS)
+        return std::string("network");
+    if (input_pressure(s) || job_throttled(rates)) return std::string("input");
+    if (dram >= kHintMemoryDramPct) return std::string("memory");
+    return std::nullopt;
+}
+
+bool is_step_gpu(const Gpu& g, const Snapshot& s) {
+    const auto& visible = s.context.visible_devices;
+    const auto& gres = s.context.gpus;
+    if (visible.empty() && gres.empty()) return true;
+    auto names = [&](const std::string& entry, const Gpu& gpu) {
+        if (entry == gpu.uuid) return true;
+        if (gpu.mig) return entry == "MIG-" + gpu.mig->parent_uuid || entry == gpu.mig->parent_uuid;
+        return entry == std::to_string(gpu.index);
+    };
+    auto listed = [&](const Gpu& gpu) {
+        return std::any_of(visible.begin(), visible.end(), [&](const auto& e) { return names(e, gpu); }) ||
+               std::any_of(gres.begin(), gres.end(),
+                           [&](const auto& e) { return e == std::to_string(gpu.index); });
+    };
+    const bool any_listed = std::any_of(s.gpus.begin(), s.gpus.end(), listed);
+    return !any_listed || listed(g);
+}
+
+void gpu_low_sm_activity_rule(const RuleInput& in, std::vector<Finding>& out) {
+    const GpmMeans m = gpm_means(in.cur, &in.t);
+    const auto sm = m.sm.value();
+    if (!sm || *sm >= kLowSmActivityPct || *sm <= in.t.gpu_idle_util_pct) return;  // idle is gpu_idle's
+    const auto util = m.util.value();
+    if (util && *util < kLowSmBusyUtilPct) return;  // low utilization already says it (gpu_low_utilization)
+    const auto hint = gpm_bottleneck_hint(in.cur, in.rates);
+    Evidence ev{{"mean_sm_active_pct", *sm},
+                {"gpus", static_cast<double>(m.gpus)},
+                {"threshold_pct", kLowSmActivityPct}};
+    if (util) ev["mean_utilization_pct"] = *util;
+    if (auto tensor = m.tensor.value()) ev["mean_tensor_active_pct"] = *tensor;
+    if (auto dram = m.dram.value()) ev["mean_dram_bandwidth_pct"] = *dram;
+    std::string why = hint == "network" ? "waiting on communication (NVLink/PCIe busy)"
+                      : hint == "input"
+                          ? "waiting on input (the job's CPU or I/O is under pressure or throttled)"
+                      : hint == "memory" ? "memory-bandwidth bound"
+                                         : "kernels too small, launch-bound or synchronising";
+    out.push_back(
+        make_finding("gpu_low_sm_activity", "gpu", "warning", kLabelSlow, "gpus", SubjectKind::kOther,
+                     "mean SM activity " + fmt_num(*sm) + " % over " + std::to_string(m.gpus) + " GPU(s)" +
+                         (util ? " while utilization reads " + fmt_num(*util) + " %"
+                               : std::string(" (MIG: no utilization)")) +
+                         " (threshold " + fmt_num(kLowSmActivityPct) + " %) — " + why,
+                     std::move(ev), kLowSmActivityPct / std::max(*sm, 1.0), hint ? hint->c_str() : ""));
+}
+
+void gpu_link_error_rule(const RuleInput& in, std::vector<Finding>& out) {
+    if (!in.rates) return;
+    for (const auto& g : in.cur.gpus) {
+        if (!g.interconnect || !is_step_gpu(g, in.cur)) continue;
+        const std::string key = gpu_key(g);
+        auto delta = [&](const char* counter) -> std::uint64_t {
+            const auto d = delta_of(*in.rates, in.rates->gpus, key, counter);
+            return d ? d->delta : 0;
+        };
+        const std::uint64_t crc = delta("nvlink_crc_errors"), replay = delta("nvlink_replay_errors"),
+                            recovery = delta("nvlink_recovery_errors"), pcie = delta("pcie_replay_count");
+        if (crc + replay + recovery > 0) {
+            Evidence ev = gpu_evidence(g);
+            ev["nvlink_crc_errors_delta"] = static_cast<double>(crc);
+            ev["nvlink_replay_errors_delta"] = static_cast<double>(replay);
+            ev["nvlink_recovery_errors_delta"] = static_cast<double>(recovery);
+            const bool recovered = recovery > 0;
+            out.push_back(make_finding(
+                "gpu_nvlink_errors", "fabric", recovered ? "critical" : "warning",
+                recovered ? kLabelFailRisk : kLabelSlow, key, SubjectKind::kGpu,
+                gpu_name(g) + ": NVLink errors this interval (CRC " + std::to_string(crc) + ", replay " +
+                    std::to_string(replay) + ", recovery " + std::to_string(recovery) + ")" +
+                    (recovered
+                         ? " — a link retrained; it may drop or run degraded (check nvidia-smi nvlink -s)"
+                         : " — retransmissions slow every collective over this GPU's links"),
+                std::move(ev), 1 + static_cast<double>(crc + replay + 10 * recovery), "network"));
+        }
+        if (pcie > 0) {
+            Evidence ev = gpu_evidence(g);
+            ev["pcie_replay_delta"] = static_cast<double>(pcie);
+            out.push_back(make_finding("gpu_pcie_replay", "fabric", "warning", kLabelSlow, key,
+                                       SubjectKind::kGpu,
+                                       gpu_name(g) + ": " + std::to_string(pcie) +
+                                           " PCIe replay(s) this interval — link errors between host and GPU "
+                                           "(riser, slot, retimer)",
+                                       std::move(ev), 1 + static_cast<double>(pcie), "network"));
+        }
+    }
+}
+
+void gpu_foreign_process_rule(const RuleInput& in, std::vector<Finding>& out) {
+    for (const auto& g : in.cur.gpus) {
+        if (!g.processes || !is_step_gpu(g, in.cur)) continue;
+        for (const auto& p : *g.processes) {
+            const bool other_job = p.owner == "other_job";
+            if (!other_job && p.owner != "other_user") continue;
+            Evidence ev = gpu_evidence(g);
+            ev["pid"] = static_cast<double>(p.pid);
+            ev["owner"] = p.owner;
+            if (!p.job_id.empty()) ev["job_id"] = p.job_id;
+            if (p.uid) ev["uid"] = static_cast<double>(*p.uid);
+            if (p.used_memory_bytes) ev["used_memory_bytes"] = static_cast<double>(*p.used_memory_bytes);
+            const std::string who =
+                other_job ? "job " + p.job_id : "uid " + (p.uid ? std::to_string(*p.uid) : std::string("?"));
+            const std::string memory =
+                p.used_memory_bytes
+                    ? " holding " + fmt_num(static_cast<double>(*p.used_memory_bytes) / (1 << 30)) + " GiB"
+                    : "";
+            out.push_back(make_finding(
+                "gpu_foreign_process", "gpu", "warning", kLabelSlow, gpu_key(g), SubjectKind::kGpu,
+                gpu_name(g) + ": process " + std::to_string(p.pid) + " of " + who + memory +
+                    " runs on this step's GPU — it competes for SMs and memory",
+                std::move(ev), 2, "compute"));
+        }
+    }
+}
+
+void gpu_depth_rules(const RuleInput& in, std::vector<Finding>& out) {
+    gpu_low_sm_activity_rule(in, out);
+    gpu_link_error_rule(in, out);
+    gpu_foreign_process_rule(in, out);
+}
+
+}  // namespace stallscope

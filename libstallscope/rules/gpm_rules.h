@@ -1,0 +1,62 @@
+// Rules on what the GPUs really do (issue 15): GPM activity (SM, tensor, DRAM, PCIe, NVLink), NVLink and
+// PCIe error counters, and processes of other jobs or users on the step's GPUs. Thresholds that are not
+// (yet) in Thresholds are the named constants below.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "libstallscope/rules/finding.h"
+
+namespace stallscope {
+
+// A "busy" GPU whose SMs are mostly idle: utilization only says some kernel ran (dstack#2359).
+inline constexpr double kLowSmActivityPct = 25;  // mean SM activity below this ...
+inline constexpr double kLowSmBusyUtilPct = 50;  // ... while utilization reads at least this
+// Spinning, judged on GPM where present: SM activity at most this, no tensor work, no DRAM traffic.
+inline constexpr double kSpinSmActiveMaxPct = 30;
+inline constexpr double kSpinTensorMaxPct = 1;
+inline constexpr double kSpinDramMaxPct = 2;
+// Bottleneck hint from GPM: SM activity at/above which the GPU counts as computing; DRAM bandwidth
+// at/above which it is memory-bound; NVLink (all links, TX+RX) / PCIe rates meaning "communicating".
+inline constexpr double kHintComputeSmPct = 60;
+inline constexpr double kHintMemoryDramPct = 70;
+inline constexpr double kHintNvlinkMibPerS = 20000;
+inline constexpr double kHintPcieMibPerS = 8000;
+// Job cgroup PSI (cpu some / io full avg10) at/above which an under-used GPU is waiting on input.
+inline constexpr double kHintInputPressurePct = 10;
+
+// Whether GPM says this GPU is spinning (busy-wait hang): nullopt when the GPU has no GPM data, so the
+// caller falls back to utilization and power. On MIG (no utilization) SM activity alone decides.
+std::optional<bool> gpm_spinning(const Gpu& gpu, const Thresholds& t);
+
+// SM activity when GPM measured it: what "idle" is decided on where present (nullopt: use utilization).
+std::optional<double> gpm_sm_active(const Gpu& gpu);
+
+// compute | memory | network (NVLink/PCIe/fabric: communication) | input (host CPU / I/O), from the
+// step's GPUs' GPM means and the job's own pressure or CPU throttling (from `rates`, when given);
+// nullopt when GPM is absent or nothing stands out.
+std::optional<std::string> gpm_bottleneck_hint(const Snapshot& s, const Rates* rates = nullptr);
+
+// Whether this GPU is one of the step's: all visible GPUs when the scheduler names none (ConstrainDevices
+// hides the others from NVML); else matched by uuid / MIG uuid / index against CUDA_VISIBLE_DEVICES and
+// the step's gres indices. When nothing matches at all (renumbered devices), every GPU counts.
+bool is_step_gpu(const Gpu& gpu, const Snapshot& s);
+
+// gpu_low_sm_activity (SLOW): the step's GPUs read >= kLowSmBusyUtilPct utilization (or none, on MIG)
+// but mean GPM SM activity < kLowSmActivityPct. Its hint says what they wait for (gpm_bottleneck_hint).
+void gpu_low_sm_activity_rule(const RuleInput& in, std::vector<Finding>& out);
+
+// gpu_nvlink_errors (fabric): NVLink CRC / replay error deltas > 0 -> SLOW; recovery errors (the link
+// retrained) -> FAIL_RISK. gpu_pcie_replay (fabric, SLOW): PCIe replay counter delta > 0.
+void gpu_link_error_rule(const RuleInput& in, std::vector<Finding>& out);
+
+// gpu_foreign_process (SLOW, gpu): a process of another job or another user holds one of the step's GPUs
+// (its cgroup names another job_*, or another uid outside any job): it competes for SMs and memory.
+void gpu_foreign_process_rule(const RuleInput& in, std::vector<Finding>& out);
+
+// All of the above, in order (one line in the profiler).
+void gpu_depth_rules(const RuleInput& in, std::vector<Finding>& out);
+
+}  // namespace stallscope
