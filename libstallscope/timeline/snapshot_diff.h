@@ -1,0 +1,73 @@
+// stallscope.timeline/2 sample records: each sample as the difference between its to_json(snapshot) tree
+// and the previous sample's. Working on the JSON tree (not on Snapshot's members) is what lets a field
+// added to model/snapshot.h and snapshot_json.cc flow through the timeline without a change here.
+//
+//   {"type":"sample","full":{<to_json(snapshot)>}}            first sample of a frame (a keyframe)
+//   {"type":"sample","add":{"/rdma/0/counters/port_xmit_data":123456,...},
+//                    "set":{"/unix_time":1764000001.5,"/warnings":[...],...}}
+// Keys are JSON Pointers (RFC 6901) into the previous tree. "add": an integer leaf that moved, as the signed
+// difference (counters move by small amounts, and zstd compresses the repeated paths to almost nothing).
+// "set": anything else that changed, the new value; an object whose keys changed or an array whose length
+// changed is set whole, so a reader never has to insert or delete. Unchanged values are not written.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "libstallscope/model/snapshot_json.h"
+
+namespace stallscope {
+
+class SnapshotDiffEncoder {
+  public:
+    // Appends the record for `tree` (to_json of the sample; no trailing newline) and keeps `tree` as the
+    // previous one: a keyframe after construction or reset(), else the changes.
+    void append_record(Json&& tree, std::string& out);
+    // The next record is a keyframe (a new zstd frame, or a reopened file).
+    void reset() { have_previous_ = false; }
+
+  private:
+    void diff(const Json& before, const Json& after);
+    void write_set(const Json& value);
+    void write_key(std::string& section, bool& first);
+
+    Json previous_;
+    bool have_previous_ = false;
+    std::string path_;  // JSON Pointer of the node being compared
+    std::string add_, set_;
+    bool add_first_ = true, set_first_ = true;
+};
+
+// Rebuilds each sample's tree from a keyframe and the records that follow it.
+class SnapshotDiffDecoder {
+  public:
+    void keyframe(Json&& tree);
+    bool has_tree() const { return have_tree_; }
+    const Json& tree() const { return tree_; }
+    // Apply one change; false + problem when the pointer does not name a node of the right kind.
+    bool add(std::string_view pointer, std::int64_t delta, std::string& problem);
+    bool set(std::string_view pointer, Json&& value, std::string& problem);
+    // Forget the tree (a damaged stream): changes are refused until the next keyframe.
+    void reset();
+
+  private:
+    Json* find(std::string_view pointer, std::string& problem);
+
+    struct Hash {
+        using is_transparent = void;
+        std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+    };
+    Json tree_;
+    bool have_tree_ = false;
+    // Pointer -> node, for the leaves that move every sample. Nodes of an ordered_json stay where they are
+    // until their parent is replaced; any "set" of a container drops the cache.
+    std::unordered_map<std::string, Json*, Hash, std::equal_to<>> nodes_;
+    std::string key_;  // scratch for an unescaped pointer segment
+};
+
+// JSON string text of `s` (quotes, escapes), appended.
+void append_json_string(std::string& out, std::string_view s);
+
+}  // namespace stallscope
