@@ -19,8 +19,8 @@ constexpr std::size_t kRawRead = std::size_t{512} << 10;
 constexpr std::size_t kSlice = 256;
 constexpr unsigned char kZstdMagic[4] = {0x28, 0xB5, 0x2F, 0xFD};
 
-std::string mib(std::uint64_t bytes) {
-    return std::to_string(bytes >> 20) + " MiB";
+std::string size_text(std::uint64_t bytes) {
+    return bytes >= (1u << 20) ? std::to_string(bytes >> 20) + " MiB" : std::to_string(bytes) + " bytes";
 }
 
 }  // namespace
@@ -90,7 +90,7 @@ bool TimelineInput::read_raw(std::string& error) {
         input_bytes_ += static_cast<std::uint64_t>(n);
         if (limits_.progress_bytes) *limits_.progress_bytes += static_cast<std::uint64_t>(n);
         if (input_bytes_ > limits_.max_input_bytes) {
-            error = name_ + ": larger than " + mib(limits_.max_input_bytes) + " (refused)";
+            error = name_ + ": larger than " + size_text(limits_.max_input_bytes) + " (refused)";
             return false;
         }
         return true;
@@ -142,7 +142,7 @@ TimelineInput::Fill TimelineInput::fill_plain(char* to, std::size_t room, std::s
         input_bytes_ += got;
         if (limits_.progress_bytes) *limits_.progress_bytes += got;
         if (input_bytes_ > limits_.max_input_bytes) {
-            error = name_ + ": larger than " + mib(limits_.max_input_bytes) + " (refused)";
+            error = name_ + ": larger than " + size_text(limits_.max_input_bytes) + " (refused)";
             return Fill::error;
         }
         return Fill::data;
@@ -239,6 +239,14 @@ TimelineInput::Fill TimelineInput::fill(std::string& error) {
     return f;
 }
 
+// A timeline's first line is its header (a few KiB): a first line this long is something else (/dev/zero
+// through stdin, a binary), and reading on for its end could take forever.
+TimelineInput::Next TimelineInput::first_line_too_long(std::string& error) const {
+    error = name_ + ": not a stallscope timeline (first line longer than " +
+            size_text(limits_.max_line_bytes) + ")";
+    return Next::error;
+}
+
 TimelineInput::Next TimelineInput::next(std::string_view& line, bool& terminated, std::string& error) {
     for (;;) {
         char* const data = buffer_.get();
@@ -252,7 +260,8 @@ TimelineInput::Next TimelineInput::next(std::string_view& line, bool& terminated
             if (was_skipping) continue;  // the end of a line too long to keep
             ++line_number_;
             if (length > limits_.max_line_bytes) {
-                warn_(line_number_, "line longer than " + mib(limits_.max_line_bytes) + ", skipped");
+                if (line_number_ == 1) return first_line_too_long(error);
+                warn_(line_number_, "line longer than " + size_text(limits_.max_line_bytes) + ", skipped");
                 continue;
             }
             terminated = true;
@@ -263,12 +272,8 @@ TimelineInput::Next TimelineInput::next(std::string_view& line, bool& terminated
             begin_ = scanned_ = end_ = 0;
         } else if (end_ - begin_ > limits_.max_line_bytes) {
             ++line_number_;
-            if (line_number_ == 1) {
-                error = name_ + ": not a stallscope timeline (first line longer than " +
-                        mib(limits_.max_line_bytes) + ")";
-                return Next::error;
-            }
-            warn_(line_number_, "line longer than " + mib(limits_.max_line_bytes) + ", skipped");
+            if (line_number_ == 1) return first_line_too_long(error);
+            warn_(line_number_, "line longer than " + size_text(limits_.max_line_bytes) + ", skipped");
             skipping_ = true;
             begin_ = scanned_ = end_ = 0;
             continue;

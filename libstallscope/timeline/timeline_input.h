@@ -63,6 +63,7 @@ class TimelineInput {
     bool read_raw(std::string& error);  // more compressed bytes into in_
     bool sniff(std::string& error);
     void resync();
+    Next first_line_too_long(std::string& error) const;
 
     TimelineReadLimits limits_;
     WarningSink warn_;
