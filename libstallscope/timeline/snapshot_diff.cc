@@ -76,13 +76,35 @@ void SnapshotDiffEncoder::append_record(Json&& tree, std::string& out) {
     add_.clear();
     set_.clear();
     add_first_ = set_first_ = true;
+    keys_used_ = 0;
     path_.clear();
     diff(previous_, tree);
     out.append(R"({"type":"sample")");
-    if (!add_.empty()) out.append(R"(,"add":{)").append(add_).push_back('}');
+    // The pointers of the moved integers only when they differ from the last record's (a counter started or
+    // stopped moving); the values always, in that order.
+    if (keys_used_ != previous_keys_used_ ||
+        !std::equal(keys_.begin(), keys_.begin() + static_cast<std::ptrdiff_t>(keys_used_),
+                    previous_keys_.begin())) {
+        out.append(R"(,"keys":[)");
+        for (std::size_t i = 0; i < keys_used_; ++i) {
+            if (i) out.push_back(',');
+            append_json_string(out, keys_[i]);
+        }
+        out.push_back(']');
+        std::swap(keys_, previous_keys_);
+        previous_keys_used_ = keys_used_;
+    }
+    if (!add_.empty()) out.append(R"(,"a":[)").append(add_).push_back(']');
     if (!set_.empty()) out.append(R"(,"set":{)").append(set_).push_back('}');
     out.push_back('}');
     previous_ = std::move(tree);
+}
+
+void SnapshotDiffEncoder::write_add_key() {
+    if (!add_first_) add_.push_back(',');
+    add_first_ = false;
+    if (keys_used_ == keys_.size()) keys_.emplace_back();
+    keys_[keys_used_++].assign(path_);  // reuses the string's buffer once grown: no per-sample allocation
 }
 
 void SnapshotDiffEncoder::write_key(std::string& section, bool& first) {
@@ -145,10 +167,10 @@ void SnapshotDiffEncoder::diff(const Json& before, const Json& after) {
             // value is written whole.
             const std::uint64_t up = a - b, down = b - a;
             if (a > b && up <= static_cast<std::uint64_t>(INT64_MAX)) {
-                write_key(add_, add_first_);
+                write_add_key();
                 append_integer(add_, up);
             } else if (a < b && down <= static_cast<std::uint64_t>(INT64_MAX)) {
-                write_key(add_, add_first_);
+                write_add_key();
                 add_.push_back('-');
                 append_integer(add_, down);
             } else {
@@ -161,7 +183,7 @@ void SnapshotDiffEncoder::diff(const Json& before, const Json& after) {
             std::int64_t delta = 0;
             if (a == b) return;
             if (__builtin_sub_overflow(a, b, &delta)) return write_set(after);
-            write_key(add_, add_first_);
+            write_add_key();
             append_integer(add_, delta);
             return;
         }

@@ -3,10 +3,12 @@
 // added to model/snapshot.h and snapshot_json.cc flow through the timeline without a change here.
 //
 //   {"type":"sample","full":{<to_json(snapshot)>}}            first sample of a frame (a keyframe)
-//   {"type":"sample","add":{"/rdma/0/counters/port_xmit_data":123456,...},
+//   {"type":"sample","keys":["/rdma/0/counters/port_xmit_data",...],"a":[123456,...],
 //                    "set":{"/unix_time":1764000001.5,"/warnings":[...],...}}
-// Keys are JSON Pointers (RFC 6901) into the previous tree. "add": an integer leaf that moved, as the signed
-// difference (counters move by small amounts, and zstd compresses the repeated paths to almost nothing).
+// Keys are JSON Pointers (RFC 6901) into the previous tree. "a": the integer leaves that moved, as signed
+// differences, in the order of "keys"; "keys" is written only when that list changes (the same counters
+// move every second: writing their names once saves a quarter of the compressed size). A reader also takes
+// "add": {pointer: difference}.
 // "set": anything else that changed, the new value; an object whose keys changed or an array whose length
 // changed is set whole, so a reader never has to insert or delete. Unchanged values are not written.
 #pragma once
@@ -15,6 +17,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "libstallscope/model/snapshot_json.h"
 
@@ -26,18 +29,25 @@ class SnapshotDiffEncoder {
     // previous one: a keyframe after construction or reset(), else the changes.
     void append_record(Json&& tree, std::string& out);
     // The next record is a keyframe (a new zstd frame, or a reopened file).
-    void reset() { have_previous_ = false; }
+    void reset() {
+        have_previous_ = false;
+        previous_keys_used_ = 0;
+    }
 
   private:
     void diff(const Json& before, const Json& after);
     void write_set(const Json& value);
     void write_key(std::string& section, bool& first);
+    void write_add_key();
 
     Json previous_;
     bool have_previous_ = false;
     std::string path_;  // JSON Pointer of the node being compared
     std::string add_, set_;
     bool add_first_ = true, set_first_ = true;
+    // Pointers of this record's "a" values ([0, keys_used_)) and of the last "keys" written.
+    std::vector<std::string> keys_, previous_keys_;
+    std::size_t keys_used_ = 0, previous_keys_used_ = 0;
 };
 
 // Rebuilds each sample's tree from a keyframe and the records that follow it.

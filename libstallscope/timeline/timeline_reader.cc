@@ -136,12 +136,14 @@ class Reader {
     void sample(simdjson::dom::element doc, simdjson::dom::object object, std::size_t number) {
         simdjson::dom::element full;
         const bool record = changes_ || object["full"].error() == simdjson::SUCCESS ||
+                            object["a"].error() == simdjson::SUCCESS ||
                             object["add"].error() == simdjson::SUCCESS ||
                             object["set"].error() == simdjson::SUCCESS;
         if (!record) {  // v1: the snapshot is the line itself
             emit(to_tree(doc), number);
         } else if (object["full"].get(full) == simdjson::SUCCESS) {
             decoder_.keyframe(to_tree(full));
+            add_keys_.clear();
             emit(decoder_.tree(), number);
         } else if (apply_changes(object, number)) {
             emit(decoder_.tree(), number);
@@ -150,6 +152,33 @@ class Reader {
 
     bool apply_changes(simdjson::dom::object object, std::size_t number) {
         simdjson::dom::object changes;
+        simdjson::dom::array list;
+        if (object["keys"].get_array().get(list) == simdjson::SUCCESS) {
+            add_keys_.clear();
+            for (simdjson::dom::element key : list) {
+                std::string_view text;
+                if (key.get_string().get(text) != simdjson::SUCCESS) {
+                    problem_ = "\"keys\" holds a non-string";
+                    return broken(number);
+                }
+                add_keys_.emplace_back(text);
+            }
+        }
+        if (object["a"].get_array().get(list) == simdjson::SUCCESS) {
+            std::size_t i = 0;
+            for (simdjson::dom::element value : list) {
+                std::int64_t delta = 0;
+                if (i >= add_keys_.size() || value.get_int64().get(delta) != simdjson::SUCCESS) {
+                    problem_ = "\"a\" does not match \"keys\"";
+                    return broken(number);
+                }
+                if (!decoder_.add(add_keys_[i++], delta, problem_)) return broken(number);
+            }
+            if (i != add_keys_.size()) {
+                problem_ = "\"a\" does not match \"keys\"";
+                return broken(number);
+            }
+        }
         if (object["add"].get_object().get(changes) == simdjson::SUCCESS)
             for (simdjson::dom::key_value_pair field : changes) {
                 std::int64_t delta = 0;
@@ -193,6 +222,7 @@ class Reader {
     simdjson::dom::parser parser_;
     SnapshotDiffDecoder decoder_;
     std::string problem_;
+    std::vector<std::string> add_keys_;  // the pointers of "a", from the last "keys"
     std::vector<std::string> problems_;
 };
 

@@ -87,8 +87,8 @@ TEST_CASE("/dev/null, an empty file, an ELF binary and another tool's JSON are n
                                         << R"({"level":"info","msg":"done"})"
                                         << "\n";
     std::ofstream(dir + "/array.jsonl") << "[1,2,3]\n";
-    for (const std::string path : {std::string("/dev/null"), dir + "/empty.jsonl", std::string("/bin/true"),
-                                   dir + "/other.jsonl", dir + "/array.jsonl"}) {
+    for (const std::string& path : {std::string("/dev/null"), dir + "/empty.jsonl", std::string("/bin/true"),
+                                    dir + "/other.jsonl", dir + "/array.jsonl"}) {
         CAPTURE(path);
         const Result r = read(path);
         CHECK_FALSE(r.ok);

@@ -138,7 +138,9 @@ TEST_CASE("v2 round trip: the scenario recordings (GPUs, NCCL, Xids) read back e
 TEST_CASE("a field the encoder has never seen flows through (what gpudepth adds to to_json)") {
     Json a = to_json(Snapshot{});
     a["gpm"] = Json{{"sm_occupancy_pct", 41.5}, {"nvlink", Json::array({1u, 2u, 3u})}};
+    a["cgroup"] = Json{{"cpu_usage_usec", 1000u}, {"oom_kills", 0u}};
     Json b = a;
+    b["cgroup"]["cpu_usage_usec"] = 250000u;  // an integer that moved: "keys" + "a"
     b["gpm"]["sm_occupancy_pct"] = 42.0;
     b["gpm"]["nvlink"][1] = 900u;
     b["gpm"]["mig"] = "3g.40gb";  // a new key: the object is set whole
@@ -151,8 +153,10 @@ TEST_CASE("a field the encoder has never seen flows through (what gpudepth adds 
     decoder.keyframe(Json(Json::parse(first)["full"]));
     const Json changes = Json::parse(second);
     std::string problem;
-    const Json adds = changes.value("add", Json::object()), sets = changes.value("set", Json::object());
-    for (auto& [k, v] : adds.items()) REQUIRE(decoder.add(k, v.get<std::int64_t>(), problem));
+    REQUIRE(changes["keys"] == Json::array({"/cgroup/cpu_usage_usec"}));
+    REQUIRE(changes["a"] == Json::array({249000}));
+    REQUIRE(decoder.add("/cgroup/cpu_usage_usec", 249000, problem));
+    const Json sets = changes.value("set", Json::object());
     for (auto& [k, v] : sets.items()) REQUIRE(decoder.set(k, Json(v), problem));
     CHECK(decoder.tree().dump() == b.dump());
 }
