@@ -1,7 +1,9 @@
-// `stallscope replay TIMELINE... [--rules FILE] [--json] [--jobs N]`: deterministic re-profile of
-// recordings, v1 (.jsonl) and v2 (.jsonl.zst), "-" for standard input. Files are replayed in parallel (one
-// thread per core by default; each replay is independent) and reported in the order given. On a terminal,
-// stderr shows a progress bar with an ETA over the bytes of all files; nothing when it is not a terminal.
+// `stallscope replay TIMELINE|DIR... [--rules FILE] [--json] [--jobs N]`: deterministic re-profile of
+// recordings, v1 (.jsonl) and v2 (.jsonl.zst), "-" for standard input, a directory for the timelines in it.
+// Files are replayed in parallel (one thread per core by default; each replay is independent) and reported in
+// the order given. On a terminal, stderr shows a progress bar with an ETA over the bytes of all files;
+// nothing when it is not a terminal.
+#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -28,6 +30,37 @@ struct Replayed {
     std::string error;
     ReplayResult result;
 };
+
+bool ends_with(const std::string& s, const char* suffix) {
+    const std::size_t n = std::char_traits<char>::length(suffix);
+    return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
+}
+
+// A directory stands for its timelines, v1 and v2 (timeline.*.jsonl, timeline.*.jsonl.zst), sorted.
+std::vector<std::string> expand_directories(const std::vector<std::string>& inputs) {
+    std::vector<std::string> paths;
+    for (const auto& in : inputs) {
+        struct stat st {};
+        if (in == "-" || ::stat(in.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+            paths.push_back(in);
+            continue;
+        }
+        std::vector<std::string> found;
+        if (DIR* d = ::opendir(in.c_str())) {
+            while (const dirent* e = ::readdir(d)) {
+                const std::string name = e->d_name;
+                if (name.rfind("timeline.", 0) == 0 &&
+                    (ends_with(name, ".jsonl") || ends_with(name, ".jsonl.zst")))
+                    found.push_back(in + "/" + name);
+            }
+            ::closedir(d);
+        }
+        if (found.empty()) found.push_back(in);  // replayed as it is: "not a regular file", rc 1
+        std::sort(found.begin(), found.end());
+        paths.insert(paths.end(), found.begin(), found.end());
+    }
+    return paths;
+}
 
 std::uint64_t total_bytes(const std::vector<std::string>& paths) {
     std::uint64_t total = 0;
@@ -84,7 +117,7 @@ int run_replay(int argc, char** argv, int first) {
     if (args.positional.empty()) throw UsageError("replay needs at least one timeline file");
     std::optional<Thresholds> thresholds;
     if (args.has("rules")) thresholds = thresholds_from_option(args.value("rules"));
-    const auto& paths = args.positional;
+    const std::vector<std::string> paths = expand_directories(args.positional);
     std::size_t workers = std::max(1u, std::thread::hardware_concurrency());
     if (auto jobs = args.value("jobs")) {
         const auto n = parse_u64(*jobs);
