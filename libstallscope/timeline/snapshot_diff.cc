@@ -77,7 +77,7 @@ void SnapshotDiffEncoder::append_record(Json&& tree, std::string& out) {
     set_.clear();
     add_first_ = set_first_ = true;
     keys_used_ = 0;
-    path_.clear();
+    stack_.clear();
     diff(previous_, tree);
     out.append(R"({"type":"sample")");
     // The pointers of the moved integers only when they differ from the last record's (a counter started or
@@ -100,17 +100,31 @@ void SnapshotDiffEncoder::append_record(Json&& tree, std::string& out) {
     previous_ = std::move(tree);
 }
 
+// The JSON Pointer of the node being compared, built only for the few nodes that changed.
+const std::string& SnapshotDiffEncoder::path() {
+    path_.clear();
+    for (const auto& segment : stack_) {
+        if (segment.key) {
+            append_pointer_segment(path_, *segment.key);
+        } else {
+            path_.push_back('/');
+            append_integer(path_, segment.index);
+        }
+    }
+    return path_;
+}
+
 void SnapshotDiffEncoder::write_add_key() {
     if (!add_first_) add_.push_back(',');
     add_first_ = false;
     if (keys_used_ == keys_.size()) keys_.emplace_back();
-    keys_[keys_used_++].assign(path_);  // reuses the string's buffer once grown: no per-sample allocation
+    keys_[keys_used_++].assign(path());  // reuses the string's buffer once grown: no per-sample allocation
 }
 
 void SnapshotDiffEncoder::write_key(std::string& section, bool& first) {
     if (!first) section.push_back(',');
     first = false;
-    append_json_string(section, path_);
+    append_json_string(section, path());
     section.push_back(':');
 }
 
@@ -141,22 +155,19 @@ void SnapshotDiffEncoder::diff(const Json& before, const Json& after) {
             if (before.size() != after.size()) return write_set(after);
             for (auto b = before.begin(), a = after.begin(); a != after.end(); ++a, ++b)
                 if (a.key() != b.key()) return write_set(after);
-            const std::size_t depth = path_.size();
             for (auto b = before.begin(), a = after.begin(); a != after.end(); ++a, ++b) {
-                append_pointer_segment(path_, a.key());
+                stack_.push_back({&a.key(), 0});
                 diff(*b, *a);
-                path_.resize(depth);
+                stack_.pop_back();
             }
             return;
         }
         case Json::value_t::array: {
             if (before.size() != after.size()) return write_set(after);
-            const std::size_t depth = path_.size();
             for (std::size_t i = 0; i < after.size(); ++i) {
-                path_.push_back('/');
-                append_integer(path_, i);
+                stack_.push_back({nullptr, i});
                 diff(before[i], after[i]);
-                path_.resize(depth);
+                stack_.pop_back();
             }
             return;
         }

@@ -42,7 +42,14 @@ class SnapshotDiffEncoder {
 
     Json previous_;
     bool have_previous_ = false;
-    std::string path_;  // JSON Pointer of the node being compared
+    // Where the comparison is: object keys (into the trees) and array indices; path() spells it out.
+    struct Segment {
+        const std::string* key;  // null for an array element
+        std::size_t index;
+    };
+    std::vector<Segment> stack_;
+    std::string path_;
+    const std::string& path();
     std::string add_, set_;
     bool add_first_ = true, set_first_ = true;
     // Pointers of this record's "a" values ([0, keys_used_)) and of the last "keys" written.
