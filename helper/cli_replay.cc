@@ -20,6 +20,7 @@
 #include "helper/subcommands.h"
 #include "helper/text_output.h"
 #include "helper/thresholds_option.h"
+#include "libstallscope/timeline/timeline_export.h"
 #include "libstallscope/util/parse_number.h"
 
 namespace stallscope::cli {
@@ -111,6 +112,17 @@ void print(const std::string& path, const Replayed& r, bool json) {
 }
 
 }  // namespace
+
+int run_export(int argc, char** argv, int first) {
+    const ParsedArgs args = parse_args(argc, argv, first, {}, {});
+    if (args.positional.size() != 1) throw UsageError("export needs one timeline file (or - for stdin)");
+    std::vector<std::string> warnings;
+    std::string error;
+    const bool ok = export_timeline(args.positional.front(), stdout, warnings, error);
+    for (const auto& w : warnings) std::fprintf(stderr, "stallscope: warning: %s\n", w.c_str());
+    if (!ok) std::fprintf(stderr, "stallscope: export: %s\n", error.c_str());
+    return ok ? 0 : 1;
+}
 
 int run_replay(int argc, char** argv, int first) {
     const ParsedArgs args = parse_args(argc, argv, first, {"rules", "jobs"}, {"json"});

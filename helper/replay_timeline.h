@@ -41,6 +41,10 @@ bool replay_timeline(const std::string& path, const std::optional<Thresholds>& o
                      const SampleObserver& observer = {},
                      std::atomic<std::uint64_t>* progress_bytes = nullptr);
 
+// `stallscope export TIMELINE`: the timeline as v1 JSON lines on stdout (timeline_export.h). main.cc
+// dispatches "export" here.
+int run_export(int argc, char** argv, int first);
+
 // The thresholds recorded in a timeline header, if any parse.
 std::optional<Thresholds> thresholds_from_header(const Json& header, std::string& error);
 

@@ -9,7 +9,7 @@
 // stallscope.timeline/2, `timeline.<step>.<host>.jsonl.zst`: the same kinds of lines, zstd-compressed, with
 // sample lines that carry only what changed since the previous sample (snapshot_diff.h). Each line is
 // compressed and flushed (ZSTD_e_flush) into the file with one write(2), so a killed helper loses at most
-// the line in flight; `zstdcat FILE` gives JSON lines (`stallscope export FILE` full snapshots). A new
+// the line in flight; `zstdcat FILE` gives JSON lines (`stallscope export FILE`: v1 lines). A new
 // frame with a full sample starts every kSamplesPerFrame samples and after a failed write, so damage costs
 // at most the rest of a frame.
 //

@@ -13,6 +13,7 @@
 #include "libstallscope/timeline/documents.h"
 #include "libstallscope/timeline/snapshot_diff.h"
 #include "libstallscope/timeline/timeline.h"
+#include "libstallscope/timeline/timeline_export.h"
 
 using namespace stallscope;
 
@@ -266,4 +267,32 @@ TEST_CASE(
     const std::vector<Snapshot> after(c.samples.end() - 3, c.samples.end());
     const std::vector<Snapshot> expected(written.begin() + 3, written.end());
     check_same(after, expected, 3);
+}
+
+TEST_CASE("export gives v1 lines, every sample whole, that read back to the same samples") {
+    const std::string dir = temp_dir();
+    const auto written = moving(node_snapshot(std::string(STALLSCOPE_FIXTURES_DIR) + "/nodes/roce"), 7);
+    write_then_read(written, dir + "/t.jsonl.zst", nullptr, 3);
+    std::FILE* out = std::fopen((dir + "/exported.jsonl").c_str(), "w");
+    REQUIRE(out != nullptr);
+    std::vector<std::string> warnings;
+    std::string error;
+    REQUIRE_MESSAGE(export_timeline(dir + "/t.jsonl.zst", out, warnings, error), error);
+    std::fclose(out);
+    CHECK(warnings.empty());
+    std::ifstream in(dir + "/exported.jsonl");
+    int samples = 0;
+    for (std::string line; std::getline(in, line);) {
+        const Json j = Json::parse(line);
+        if (j["type"] == "sample") {
+            ++samples;
+            CHECK(j["schema"] == kSnapshotSchema);
+        } else {
+            CHECK(j["schema"] == kTimelineSchema);
+        }
+    }
+    CHECK(samples == 7);
+    TimelineContents c;
+    REQUIRE(read_timeline(dir + "/exported.jsonl", c, error));
+    check_same(c.samples, written, written.size());
 }
