@@ -12,6 +12,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <exception>
 #include <mutex>
 #include <thread>
 
@@ -147,7 +148,13 @@ int run_replay(int argc, char** argv, int first) {
     auto work = [&] {
         for (std::size_t i; (i = next++) < paths.size();) {
             Replayed& r = results[i];
-            r.ok = replay_timeline(paths[i], thresholds, /*progress=*/false, r.result, r.error, {}, &bytes);
+            try {  // an exception must not escape a thread (std::terminate): it fails this file only
+                r.ok =
+                    replay_timeline(paths[i], thresholds, /*progress=*/false, r.result, r.error, {}, &bytes);
+            } catch (const std::exception& e) {
+                r.ok = false;
+                r.error = paths[i] + ": " + e.what();
+            }
             {
                 std::lock_guard lock(mutex);
                 done[i] = 1;
