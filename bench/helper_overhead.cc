@@ -1,5 +1,6 @@
 // What the per-step helper costs the node it watches: `stallscope record` at a 1 s interval on the DGX-like
-// fixture (8 GPUs through the fake libnvidia-ml, 8 HCAs), and the same without NVML, run side by side.
+// fixture (8 GPUs through the fake libnvidia-ml, 8 HCAs), and the same without NVML, each writing timeline
+// v1 and v2, all four run side by side.
 // Targets (ARCHITECTURE.md "Performance targets"): <= 0.1 % of one core at 1 s, RSS <= 16 MiB without
 // libnvidia-ml, no RSS growth.
 //
@@ -70,6 +71,7 @@ struct Run {
     std::string name;
     std::vector<std::string> env;
     std::string out_dir;
+    std::string timeline_format = "1";  // record --timeline-format
     pid_t pid = -1;
     double started = 0, cpu_at_warmup = -1, wall_at_warmup = 0, cpu_at_end = -1, wall_at_end = 0;
     std::vector<std::pair<double, long>> rss_kib;  // (seconds since start, VmRSS)
@@ -140,12 +142,23 @@ int main(int argc, char** argv) {
     Run bare{"dgx-h100, no NVML", common, tmp + "/bare"};
     bare.env.push_back("STALLSCOPE_NVML_LIBRARY=/nonexistent/libnvidia-ml.so.1");
     runs.push_back(bare);
+    // The same runs writing timeline v2 (zstd change records), side by side with v1.
+    for (std::size_t i = 0, n = runs.size(); i < n; ++i) {
+        Run v2 = runs[i];
+        v2.name += ", timeline v2";
+        v2.out_dir += "-v2";
+        v2.timeline_format = "2";
+        runs.push_back(v2);
+    }
 
     std::printf("stallscope record --interval-seconds %s for %.0f s (%s)\n", interval.c_str(), duration,
                 binary.c_str());
     for (auto& r : runs) {
         mkdir(r.out_dir.c_str(), 0755);
-        r.pid = spawn(binary, {"record", "--out-dir", r.out_dir, "--interval-seconds", interval}, r.env);
+        r.pid = spawn(binary,
+                      {"record", "--out-dir", r.out_dir, "--interval-seconds", interval, "--timeline-format",
+                       r.timeline_format},
+                      r.env);
         r.started = monotonic_now();
     }
     const double t0 = monotonic_now();

@@ -1,16 +1,19 @@
-// How fast `stallscope replay` re-profiles a recorded timeline (ARCHITECTURE.md "Performance targets":
-// >= 1 M samples/s; 30 days at 1 s is 2.6 M samples).
+// Timeline size and how fast `stallscope replay` re-profiles a recording, v1 (JSON lines) against v2
+// (zstd change records), same samples, same run (ARCHITECTURE.md "Performance targets": <= 512 B per
+// sample on dgx-h100 with moving counters; replay >= 1 M samples/s on vm, >= 200 k/s on dgx-h100).
 //
-//   ninja -C build-bench bench/replay_throughput && build-bench/bench/replay_throughput [samples] [node-dir]
-//   (default 100 000 samples of fixtures/nodes/vm with 2 GPUs from the fake NVML, if built)
+//   ninja -C build bench/replay_throughput && build/bench/replay_throughput [samples] [node-dir]
+//   (default 20 000 samples of fixtures/nodes/vm; the node's nvml.json, or fixtures/nvml/throttled.json,
+//   through the fake NVML when it is built)
 //
 // The timeline is generated with the library the helper uses: one real sample of the fixture node, then
-// `samples` copies 1 s apart whose traffic counters grow (so rates are not all zero), each written as the
-// helper writes it (timeline_sample_line: snapshot + its profile), plus the header and the verdict line.
-// Then:
-//   1. `stallscope replay FILE` end to end (fork/exec): wall, CPU, peak RSS -> samples/s;
-//   2. the same work in this process, split: JSON text -> Json (nlohmann parse), Json -> Snapshot
-//      (snapshot_from_json), Profiler::observe per sample (rates + rules), Profiler::verdict().
+// `samples` samples 1 s apart in which traffic moves on every interface, RDMA port and GPU (counters grow
+// by a rate with +-10 % noise, GPU utilization/power/temperature/clock/memory wander), each written by
+// TimelineWriter as the helper writes it, plus the header and the verdict line. Then for each format:
+//   1. bytes per sample, and a Prometheus-style reference (1.3 B x numeric series of the sample);
+//   2. `stallscope replay FILE` end to end (fork/exec): wall, CPU, peak RSS -> samples per CPU second;
+//   3. in this process: visit_timeline alone (read + decompress + parse + snapshot_from_json), and
+//      Profiler::observe (rates + rules) alone.
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -31,6 +34,12 @@ using namespace stallscope;
 
 namespace {
 
+double process_cpu() {
+    timespec ts{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+}
+
 double monotonic_now() {
     timespec ts{};
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -41,34 +50,60 @@ bool exists(const std::string& path) {
     return ::access(path.c_str(), F_OK) == 0;
 }
 
-void grow(Counter& c, std::uint64_t by) {
-    if (c) *c += by;
-}
+// Traffic at a rate with +-10 % noise: real counters never move by the same amount twice.
+struct Motion {
+    std::uint64_t state = 0x9e3779b97f4a7c15ULL;
+    std::uint64_t next() {  // xorshift64
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        return state;
+    }
+    double jitter(double around, double spread) {
+        return around * (1.0 - spread + 2 * spread * static_cast<double>(next() % 10000) / 10000.0);
+    }
+    void grow(Counter& c, double rate) {
+        if (c) *c += static_cast<std::uint64_t>(jitter(rate, 0.1));
+    }
+};
 
-// Sample i of the synthetic step: traffic counters move every second, error counters stay put.
-Snapshot step_sample(const Snapshot& base, std::uint64_t i) {
-    Snapshot s = base;
-    s.time = base.time + static_cast<double>(i);
+// The next sample of the synthetic step: traffic moves on every interface, port and GPU.
+void step_sample(Snapshot& s, Motion& m) {
+    s.time += 1;
     for (auto& iface : s.interfaces) {
-        grow(iface.rx_bytes, i * 1'000'000);
-        grow(iface.tx_bytes, i * 900'000);
-        grow(iface.rx_packets, i * 1'000);
-        grow(iface.tx_packets, i * 900);
+        m.grow(iface.rx_bytes, 1e9);
+        m.grow(iface.tx_bytes, 9e8);
+        m.grow(iface.rx_packets, 1e5);
+        m.grow(iface.tx_packets, 9e4);
+        for (auto& [name, value] : iface.pause) m.grow(value, 50);
     }
     for (auto& port : s.rdma) {
         for (auto* map : {&port.counters, &port.hw_counters})
             for (auto& [name, value] : *map)
                 if (name.find("packets") != std::string::npos || name.find("_data") != std::string::npos)
-                    grow(value, i * 10'000);
-        grow(port.rx_bytes, i * 40'000);
-        grow(port.tx_bytes, i * 40'000);
+                    m.grow(value, 5e8);
+        m.grow(port.rx_bytes, 2e9);
+        m.grow(port.tx_bytes, 2e9);
     }
-    for (auto& gpu : s.gpus) grow(gpu.energy_mj, i * 300'000);
-    return s;
+    for (auto& gpu : s.gpus) {
+        m.grow(gpu.energy_mj, 650'000);
+        if (gpu.utilization_pct) gpu.utilization_pct = static_cast<double>(90 + m.next() % 11);
+        if (gpu.power_w) gpu.power_w = static_cast<double>(600'000 + m.next() % 100'000) / 1000.0;  // mW
+        if (gpu.temperature_c) gpu.temperature_c = static_cast<double>(60 + m.next() % 8);
+        if (gpu.sm_clock_mhz) gpu.sm_clock_mhz = 1980 - 15 * (m.next() % 4);
+        if (gpu.memory_used_bytes) gpu.memory_used_bytes = (70ULL << 30) + (m.next() % 1024) * (1 << 20);
+    }
+    if (s.host_stats.load1) s.host_stats.load1 = m.jitter(30, 0.05);
+    if (s.host_stats.mem_available_bytes) *s.host_stats.mem_available_bytes -= m.next() % (64 << 20);
 }
 
-std::string dump_line(const Json& line) {
-    return line.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";  // as TimelineWriter writes
+// Numeric leaves of the sample: what Prometheus would store as series.
+std::size_t numeric_series(const Json& j) {
+    if (j.is_number()) return 1;
+    std::size_t n = 0;
+    if (j.is_structured())
+        for (const auto& child : j) n += numeric_series(child);
+    return n;
 }
 
 struct ChildRun {
@@ -97,18 +132,75 @@ ChildRun run_replay(const std::string& binary, const std::string& timeline) {
     return r;
 }
 
+struct Format {
+    TimelineFormat format;
+    const char* name;
+    std::string path;
+    double bytes = 0;
+};
+
+// Writes the timeline; returns the CPU seconds spent in TimelineWriter::append_sample.
+double write_timeline(const Format& f, const Snapshot& base, long samples) {
+    TimelineWriter w(f.format);
+    std::string error;
+    if (!w.open(f.path, error)) std::fprintf(stderr, "%s\n", error.c_str()), std::exit(1);
+    const Thresholds thresholds;
+    Profiler profiler(thresholds);
+    w.write_header(timeline_header(base, 1.0, thresholds_as_pairs(thresholds)), error);
+    Snapshot s = base;
+    Motion motion;
+    double writing = 0;
+    for (long i = 0; i < samples; ++i) {
+        step_sample(s, motion);
+        const Profile profile = profiler.observe(s);
+        const double t0 = process_cpu();
+        w.append_sample(s, profile, error);
+        writing += process_cpu() - t0;
+    }
+    Json verdict_line{{"type", "verdict"}};
+    const Json fields = to_json(profiler.verdict());
+    for (const auto& [k, v] : fields.items()) verdict_line[k] = v;
+    w.append(verdict_line, error);
+    return writing;
+}
+
+// In a child process, so that this one stays small: a child forked later for `stallscope replay` counts
+// its parent's resident pages in its peak RSS (exec keeps the high-water mark).
+double write_timeline_in_child(const Format& f, const Snapshot& base, long samples) {
+    int fds[2];
+    if (pipe(fds) != 0) return -1;
+    const pid_t pid = fork();
+    if (pid == 0) {
+        const double seconds = write_timeline(f, base, samples);
+        [[maybe_unused]] ssize_t n = write(fds[1], &seconds, sizeof seconds);
+        _exit(0);
+    }
+    ::close(fds[1]);
+    double seconds = -1;
+    if (read(fds[0], &seconds, sizeof seconds) != sizeof seconds) seconds = -1;
+    ::close(fds[0]);
+    waitpid(pid, nullptr, 0);
+    return seconds;
+}
+
+double file_size(const std::string& path) {
+    std::ifstream sizer(path, std::ios::binary | std::ios::ate);
+    return static_cast<double>(sizer.tellg());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-    const long samples = argc > 1 ? std::atol(argv[1]) : 100'000;
+    const long samples = argc > 1 ? std::atol(argv[1]) : 20'000;
     const std::string node = argc > 2 ? argv[2] : std::string(STALLSCOPE_SOURCE_DIR) + "/fixtures/nodes/vm";
     const std::string binary =
         std::getenv("STALLSCOPE_BIN") ? std::getenv("STALLSCOPE_BIN") : STALLSCOPE_BINARY;
     const std::string fake_nvml = FAKE_NVML_PATH;
-    const std::string nvml_fixture = std::string(STALLSCOPE_SOURCE_DIR) + "/fixtures/nvml/throttled.json";
+    const std::string nvml_fixture =
+        exists(node + "/nvml.json") ? node + "/nvml.json"
+                                    : std::string(STALLSCOPE_SOURCE_DIR) + "/fixtures/nvml/throttled.json";
     if (samples < 2) return std::fprintf(stderr, "replay_throughput: samples must be >= 2\n"), 2;
 
-    // ---- generate ----
     Roots roots;
     roots.procfs = node + "/proc";
     roots.sysfs = node + "/sys";
@@ -119,96 +211,64 @@ int main(int argc, char** argv) {
     setenv("STALLSCOPE_FAKE_NVML_FIXTURE", nvml_fixture.c_str(), 1);
     Sampler sampler = Sampler::for_node(roots);
     const Snapshot base = sampler.sample_at(1'790'000'000);
+    const std::size_t series = numeric_series(to_json(base));
 
-    // STALLSCOPE_BENCH_TIMELINE=FILE keeps the generated timeline there (for perf / callgrind).
-    const char* keep = std::getenv("STALLSCOPE_BENCH_TIMELINE");
     char tmpl[] = "/tmp/stallscope-replay-XXXXXX";
-    const std::string dir = keep ? "" : mkdtemp(tmpl);
-    const std::string path = keep ? std::string(keep) : dir + "/timeline.0.bench.jsonl";
-    const double gen_start = monotonic_now();
-    {
-        std::ofstream out(path, std::ios::binary);
-        const Thresholds thresholds;
-        Profiler profiler(thresholds);
-        out << dump_line(timeline_header(base, 1.0, thresholds_as_pairs(thresholds)));
-        for (long i = 0; i < samples; ++i) {
-            const Snapshot s = step_sample(base, static_cast<std::uint64_t>(i));
-            out << dump_line(timeline_sample_line(s, profiler.observe(s)));
-        }
-        Json verdict_line{{"type", "verdict"}};
-        const Json fields = to_json(profiler.verdict());
-        for (const auto& [k, v] : fields.items()) verdict_line[k] = v;
-        out << dump_line(verdict_line);
-    }
-    const double gen_seconds = monotonic_now() - gen_start;
-    std::ifstream sizer(path, std::ios::binary | std::ios::ate);
-    const double bytes = static_cast<double>(sizer.tellg());
+    const std::string dir = mkdtemp(tmpl);
+    Format formats[] = {{TimelineFormat::jsonl_v1, "v1 .jsonl", dir + "/timeline.0.bench.jsonl"},
+                        {TimelineFormat::zstd_v2, "v2 .jsonl.zst", dir + "/timeline.0.bench.jsonl.zst"}};
     std::printf(
-        "timeline: %ld samples of %s (%zu GPUs, %zu interfaces, %zu RDMA ports), %.1f MiB, %.0f B/line; "
-        "generated in %.1f s\n",
-        samples, node.c_str(), base.gpus.size(), base.interfaces.size(), base.rdma.size(), bytes / 1048576,
-        bytes / static_cast<double>(samples), gen_seconds);
-
-    // ---- 1. the CLI, end to end ----
-    if (exists(binary)) {
-        const ChildRun r = run_replay(binary, path);
-        std::printf("\nstallscope replay (end to end, exit %d)\n", r.exit_code);
-        std::printf("  wall %.2f s, CPU %.2f s, peak RSS %.1f MiB\n", r.wall, r.cpu, r.max_rss_kib / 1024.0);
-        std::printf(
-            "  %.0f samples/s of wall, %.0f per CPU second, %.1f MiB/s of timeline (target >= 1 000 000 "
-            "samples/s: %.0fx short)\n",
-            samples / r.wall, samples / r.cpu, bytes / 1048576 / r.wall, 1e6 / (samples / r.wall));
-        std::printf(
-            "  verdict after %.2f s; 2.6 M samples (30 days at 1 s) extrapolated: %.0f s (peak RSS %.0f KiB "
-            "per "
-            "1000 samples here: ~0 when replay streams)\n",
-            r.wall, r.wall * 2.6e6 / static_cast<double>(samples),
-            static_cast<double>(r.max_rss_kib) * 1000 / static_cast<double>(samples));
-    } else {
-        std::printf("\n(%s not built: in-process figures only)\n", binary.c_str());
+        "%ld samples of %s (%zu GPUs, %zu interfaces, %zu RDMA ports, %zu numeric series), 1 s apart, "
+        "traffic moving on every interface, port and GPU\n\n",
+        samples, node.c_str(), base.gpus.size(), base.interfaces.size(), base.rdma.size(), series);
+    std::printf("%-14s %10s %12s %14s %14s %14s\n", "format", "B/sample", "write us/smp", "replay smp/s",
+                "read smp/s", "peak RSS MiB");
+    double observe_rate = 0;
+    double write_us[2];
+    ChildRun runs[2];
+    for (int i = 0; i < 2; ++i) {  // files and replays first, while this process is small
+        write_us[i] = write_timeline_in_child(formats[i], base, samples) / static_cast<double>(samples) * 1e6;
+        formats[i].bytes = file_size(formats[i].path);
+        if (exists(binary)) runs[i] = run_replay(binary, formats[i].path);
     }
-
-    // ---- 2. in process, split by stage ----
-    double parse_s = 0, convert_s = 0;
-    {
-        std::ifstream in(path, std::ios::binary);
-        std::string text;
-        std::vector<std::string> problems;
-        while (std::getline(in, text)) {
-            const double t0 = monotonic_now();
-            const Json line = Json::parse(text, nullptr, false);
-            const double t1 = monotonic_now();
-            if (line.is_object() && line.value("type", "") == "sample")
-                (void)snapshot_from_json(line, problems);
-            convert_s += monotonic_now() - t1;
-            parse_s += t1 - t0;
-        }
+    for (int i = 0; i < 2; ++i) {
+        const Format& f = formats[i];
+        const ChildRun& r = runs[i];
+        // In process: reading alone, then the profiler alone on what was read.
+        struct Keep final : TimelineVisitor {
+            std::vector<Snapshot> kept;
+            std::size_t count = 0;
+            void sample(Snapshot&& s) override {
+                if (++count <= 20'000) kept.push_back(std::move(s));
+            }
+        } keep;
+        std::vector<std::string> warnings;
+        std::string error;
+        const double r0 = process_cpu();
+        visit_timeline(f.path, keep, warnings, error);
+        const double read_s = process_cpu() - r0;
+        Profiler profiler;
+        const double o0 = process_cpu();
+        for (const auto& s : keep.kept) profiler.observe(s);
+        observe_rate = static_cast<double>(keep.kept.size()) / (process_cpu() - o0);
+        std::printf("%-14s %10.0f %12.1f %14.0f %14.0f %14.1f%s\n", f.name, f.bytes / samples, write_us[i],
+                    r.cpu > 0 ? samples / r.cpu : 0.0, static_cast<double>(keep.count) / read_s,
+                    r.max_rss_kib / 1024.0, r.exit_code == 0 ? "" : "  (replay failed)");
     }
-    const double read_start = monotonic_now();
-    TimelineContents contents;
-    std::string error;
-    read_timeline(path, contents, error);
-    const double read_s = monotonic_now() - read_start;
-    Profiler profiler;
-    const double observe_start = monotonic_now();
-    for (const auto& s : contents.samples) profiler.observe(s);
-    const double observe_s = monotonic_now() - observe_start;
-    const double verdict_start = monotonic_now();
-    const StepVerdict verdict = profiler.verdict();
-    const double verdict_s = monotonic_now() - verdict_start;
-    const double total = read_s + observe_s + verdict_s;
-    std::printf("\nin process (label %s)\n", verdict.label.c_str());
+    const double v2 = formats[1].bytes / samples;
     std::printf(
-        "  read_timeline      %6.2f s  %8.0f samples/s  (of which JSON parse %.2f s, snapshot_from_json %.2f "
-        "s)\n",
-        read_s, samples / read_s, parse_s, convert_s);
-    std::printf("  Profiler::observe  %6.2f s  %8.0f samples/s  (rates + rules per sample)\n", observe_s,
-                samples / observe_s);
-    std::printf("  Profiler::verdict  %6.3f s\n", verdict_s);
-    std::printf("  total              %6.2f s  %8.0f samples/s\n", total, samples / total);
-    if (!keep) {
-        std::remove(path.c_str());
-        rmdir(dir.c_str());
+        "\nsize: v2 %.0f B/sample (goal <= 512), %.1fx smaller than v1; Prometheus-style reference "
+        "1.3 B x %zu series = %.0f B/sample\n",
+        v2, formats[0].bytes / formats[1].bytes, series, 1.3 * static_cast<double>(series));
+    std::printf(
+        "replay (stallscope replay, samples per CPU second): goal >= 1 000 000 (vm) / >= 200 000 "
+        "(dgx-h100) per core; Profiler::observe alone %.0f samples/s on this node\n",
+        observe_rate);
+    if (std::getenv("STALLSCOPE_BENCH_KEEP")) {  // the generated timelines, for perf / callgrind
+        std::printf("kept: %s\n", dir.c_str());
+        return 0;
     }
+    for (const auto& f : formats) std::remove(f.path.c_str());
+    rmdir(dir.c_str());
     return 0;
 }

@@ -7,7 +7,7 @@ set -euo pipefail
 
 packages=(
   # build
-  meson ninja-build g++ pkg-config nlohmann-json3-dev doctest-dev libcurl4-openssl-dev libslurm-dev
+  meson ninja-build g++ pkg-config nlohmann-json3-dev libzstd-dev libsimdjson-dev doctest-dev libcurl4-openssl-dev libslurm-dev
   clang-format python3
   # libFuzzer targets (tests/fuzz)
   clang libclang-rt-14-dev

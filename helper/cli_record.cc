@@ -28,7 +28,6 @@
 #include "libstallscope/sources/sampler.h"
 #include "libstallscope/timeline/documents.h"
 #include "libstallscope/timeline/job_comment.h"
-#include "libstallscope/timeline/sample_line.h"
 #include "libstallscope/timeline/timeline.h"
 #include "libstallscope/util/atomic_file.h"
 #include "libstallscope/util/parse_number.h"
@@ -75,7 +74,7 @@ int run_record(int argc, char** argv, int first) {
     const ParsedArgs args =
         parse_args(argc, argv, first,
                    {"out-dir", "interval-seconds", "lock-file", "liveness-fd", "count", "prometheus-textfile",
-                    "alert-webhook-url", "rules", "driver-timeout", "merge-wait-seconds"},
+                    "alert-webhook-url", "rules", "driver-timeout", "merge-wait-seconds", "timeline-format"},
                    {"job-writer"});
     if (!args.positional.empty()) throw UsageError("unexpected argument '" + args.positional.front() + "'");
     const auto requested_dir = args.value("out-dir");
@@ -130,7 +129,13 @@ int run_record(int argc, char** argv, int first) {
     Snapshot snap = sampler.sample();
     const std::string stem = file_name_part(snap.context.step_id.empty() ? "0" : snap.context.step_id) + "." +
                              file_name_part(snap.host);
-    const std::string timeline_path = out.path + "/timeline." + stem + ".jsonl";
+    // 1: timeline.<step>.<host>.jsonl (every counter every sample), 2: .jsonl.zst (changes, compressed).
+    const auto format_option = args.value("timeline-format");
+    if (format_option && *format_option != "1" && *format_option != "2")
+        throw UsageError("--timeline-format must be 1 or 2");
+    const TimelineFormat format =
+        format_option && *format_option == "2" ? TimelineFormat::zstd_v2 : TimelineFormat::jsonl_v1;
+    const std::string timeline_path = out.path + "/timeline." + stem + timeline_suffix(format);
     // Our diagnostics go to a log next to the timeline (the plugin gives us /dev/null as stderr).
     const std::string log_path = out.path + "/helper." + stem + ".log";
     if (int log = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644);
@@ -139,34 +144,31 @@ int run_record(int argc, char** argv, int first) {
         ::close(log);
     }
 
-    TimelineWriter timeline;
+    TimelineWriter timeline(format);
     std::string error;
     if (!timeline.open(timeline_path, error)) warnings.push_back("timeline: " + error);
     const Json header = timeline_header(snap, interval, thresholds_as_pairs(thresholds));
     long write_failures = 0;
     std::string dir = out.path;  // where the files go now: the fallback once the output dir fails
     bool relocated = false;
-    // One '\n'-terminated line.
-    auto append_line = [&](std::string_view line) {
-        if (!timeline.is_open() || timeline.append_line(line, error)) return;
+    // One timeline write (a line, a sample): `write(error)` -> false on failure.
+    auto write_timeline = [&](const auto& write) {
+        if (!timeline.is_open() || write(error)) return;
         if (!relocated) {  // disk or quota full, I/O error: move to the fallback dir once and go on
             relocated = true;
             std::string warning;
             const bool moved = relocate_timeline(timeline, out.path, "failed during the step (" + error + ")",
                                                  &dir, &warning);
             warnings.push_back(warning);
-            if (moved && timeline.append_line(line, error)) return;
+            if (moved && write(error)) return;
         }
         if (write_failures++ == 0)
             warnings.push_back("timeline write failed (" + error + "); later lines may be missing");
     };
     auto append = [&](const Json& line) {
-        append_line(line.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n");
+        write_timeline([&](std::string& e) { return timeline.append(line, e); });
     };
-    append(header);
-    // Sample lines are written straight from the snapshot into this buffer, reused for every sample: no
-    // Json tree of ~1000 counters built and torn down per second.
-    std::string sample_line;
+    write_timeline([&](std::string& e) { return timeline.write_header(header, e); });
 
     const double started = monotonic_now();
     double next = started;
@@ -198,12 +200,7 @@ int run_record(int argc, char** argv, int first) {
         node_stats.add(current, profiler.last_rates());
         for (const auto& w : current.warnings)
             if (sample_warnings.size() < kMaxSampleWarnings) sample_warnings.insert(w);
-        if (timeline.is_open()) {
-            sample_line.clear();
-            append_sample_line(sample_line, current, profile);
-            sample_line.push_back('\n');
-            append_line(sample_line);
-        }
+        write_timeline([&](std::string& e) { return timeline.append_sample(current, profile, e); });
         sinks.publish(current, profile, profiler.last_rates());
         // Measured GPUs only: a GPU Slurm allocated but NVML never answered for is not counted.
         gpu_count = std::max<int>(

@@ -63,9 +63,12 @@ std::optional<Thresholds> thresholds_from_header(const Json& header, std::string
 }
 
 bool replay_timeline(const std::string& path, const std::optional<Thresholds>& override_thresholds,
-                     bool progress, ReplayResult& out, std::string& error, const SampleObserver& observer) {
+                     bool progress, ReplayResult& out, std::string& error, const SampleObserver& observer,
+                     std::atomic<std::uint64_t>* progress_bytes) {
     ReplayVisitor visitor(path, override_thresholds, progress && ::isatty(STDERR_FILENO), out, observer);
-    if (!visit_timeline(path, visitor, out.warnings, error)) return false;
+    TimelineReadLimits limits;
+    limits.progress_bytes = progress_bytes;
+    if (!visit_timeline(path, visitor, out.warnings, error, limits)) return false;
     out.verdict = visitor.finish();
     if (out.recorded_verdict.is_object()) {
         Json recorded = out.recorded_verdict;

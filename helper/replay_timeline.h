@@ -2,7 +2,9 @@
 // at a time as they are read (constant memory: a 30-day recording at 1 s is millions of samples).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -31,10 +33,17 @@ using SampleObserver = std::function<void(const Snapshot&)>;
 
 // Thresholds: `override_thresholds` when given (--rules), else those recorded in the timeline header
 // (so a recording replays to its own verdict even after defaults changed), else the defaults.
-// `progress` prints a running sample count to stderr (only when stderr is a terminal).
+// `progress` prints a running sample count to stderr (only when stderr is a terminal); `progress_bytes`,
+// when given, is advanced by the bytes read (a caller's progress bar over many files, from any thread).
+// "-" is standard input. A file that is not a timeline is an error ("not a stallscope timeline").
 bool replay_timeline(const std::string& path, const std::optional<Thresholds>& override_thresholds,
                      bool progress, ReplayResult& out, std::string& error,
-                     const SampleObserver& observer = {});
+                     const SampleObserver& observer = {},
+                     std::atomic<std::uint64_t>* progress_bytes = nullptr);
+
+// `stallscope export TIMELINE`: the timeline as v1 JSON lines on stdout (timeline_export.h). main.cc
+// dispatches "export" here.
+int run_export(int argc, char** argv, int first);
 
 // The thresholds recorded in a timeline header, if any parse.
 std::optional<Thresholds> thresholds_from_header(const Json& header, std::string& error);

@@ -1,83 +1,57 @@
+// TimelineWriter: v1 JSON lines and v2 zstd-compressed change records (timeline.h).
 #include "libstallscope/timeline/timeline.h"
 
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstring>
-
-#include "libstallscope/timeline/sample_line.h"
 
 namespace stallscope {
 namespace {
 
-// fdatasync every N lines: bounds what a power loss costs without a sync per sample on shared
-// filesystems (a sync per second per node is real load on Lustre/NFS).
-constexpr int kSyncEveryLines = 10;
+// Fast enough for 1 s sampling of a big node (a few microseconds per line); higher levels gained little
+// on these lines (bench/replay_throughput.cc prints the size).
+constexpr int kZstdLevel = 3;
+constexpr auto kSyncInterval = std::chrono::seconds(60);
 
-// A string member, "" when absent or of another type (Json::value throws on {"type": 1}).
-std::string string_member(const Json& object, const char* key) {
-    const auto it = object.find(key);
-    return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+// The profile JSON's rounding: 4 decimals, integral values as integers.
+Json confidence_json(double v) {
+    if (!std::isfinite(v)) return nullptr;
+    if (std::floor(v) == v && std::fabs(v) < 9.0e15) return static_cast<std::int64_t>(v);
+    return std::round(v * 10000.0) / 10000.0;
 }
 
-// A file's lines through one growing buffer: no per-line copy, a line is a view into the buffer until
-// the next call.
-class LineReader {
-  public:
-    explicit LineReader(int fd) : fd_(fd), buffer_(kChunk) {}
-
-    // The next line without its '\n'; `terminated` is false for a last line that lacks one (torn). False
-    // at the end of the file or on a read error (error()).
-    bool next(std::string_view& line, bool& terminated) {
-        for (;;) {
-            char* const data = buffer_.data();
-            if (const void* nl = std::memchr(data + scanned_, '\n', end_ - scanned_)) {
-                const std::size_t at = static_cast<std::size_t>(static_cast<const char*>(nl) - data);
-                line = {data + begin_, at - begin_};
-                begin_ = scanned_ = at + 1;
-                terminated = true;
-                return true;
-            }
-            scanned_ = end_;
-            if (eof_) {
-                if (begin_ == end_) return false;
-                line = {data + begin_, end_ - begin_};
-                begin_ = scanned_ = end_;
-                terminated = false;
-                return true;
-            }
-            if (begin_ > 0) {  // keep the partial line, drop what was handed out
-                std::memmove(data, data + begin_, end_ - begin_);
-                end_ -= begin_;
-                scanned_ = end_;
-                begin_ = 0;
-            }
-            if (end_ == buffer_.size()) buffer_.resize(buffer_.size() * 2);  // a line longer than the buffer
-            const ssize_t n = ::read(fd_, buffer_.data() + end_, buffer_.size() - end_);
-            if (n < 0 && errno == EINTR) continue;
-            if (n < 0) error_ = errno;
-            if (n <= 0)
-                eof_ = true;
-            else
-                end_ += static_cast<std::size_t>(n);
-        }
-    }
-    int error() const { return error_; }
-
-  private:
-    static constexpr std::size_t kChunk = 1 << 20;
-    int fd_;
-    std::vector<char> buffer_;
-    std::size_t begin_ = 0, scanned_ = 0, end_ = 0;  // handed out up to begin_, no '\n' in [begin_, scanned_)
-    bool eof_ = false;
-    int error_ = 0;
-};
+// What the profiler made of the sample, in brief, for a human reading the file; replay recomputes it.
+Json summary_json(const Profile& p) {
+    Json reasons = Json::array();
+    for (const auto& r : p.reasons) reasons.push_back(r.subject.empty() ? r.code : r.code + ":" + r.subject);
+    Json s{{"label", p.label},
+           {"confidence", confidence_json(p.confidence)},
+           {"bottleneck_hint", p.bottleneck_hint},
+           {"reasons", std::move(reasons)}};
+    if (!p.unknown_reason.empty()) s["unknown_reason"] = p.unknown_reason;
+    return s;
+}
 
 }  // namespace
 
+const char* timeline_suffix(TimelineFormat format) {
+    return format == TimelineFormat::zstd_v2 ? ".jsonl.zst" : ".jsonl";
+}
+
+Json timeline_sample_line(const Snapshot& snapshot, const Profile& profile) {
+    Json line{{"type", "sample"}};
+    Json fields = to_json(snapshot);
+    for (auto& [key, value] : fields.items()) line[key] = std::move(value);
+    line["summary"] = summary_json(profile);
+    return line;
+}
+
 TimelineWriter::~TimelineWriter() {
     close();
+    ZSTD_freeCCtx(zstd_);
 }
 
 bool TimelineWriter::open(const std::string& path, std::string& error) {
@@ -88,13 +62,80 @@ bool TimelineWriter::open(const std::string& path, std::string& error) {
         return false;
     }
     path_ = path;
+    last_sync_ = std::chrono::steady_clock::now();
+    if (format_ == TimelineFormat::zstd_v2 && !zstd_) {
+        zstd_ = ZSTD_createCCtx();
+        if (!zstd_ || ZSTD_isError(ZSTD_CCtx_setParameter(zstd_, ZSTD_c_compressionLevel, kZstdLevel)) ||
+            ZSTD_isError(ZSTD_CCtx_setParameter(zstd_, ZSTD_c_checksumFlag, 1))) {
+            error = path + ": cannot set up zstd compression";
+            close();
+            return false;
+        }
+    }
+    frame_started_ = false;
+    header_due_ = true;
     return true;
 }
 
-bool TimelineWriter::append(const Json& line, std::string& error) {
-    std::string text = line.dump(-1, ' ', false, Json::error_handler_t::replace);
-    text.push_back('\n');
-    return append_line(text, error);
+bool TimelineWriter::write_all(std::string_view bytes, std::string& error) {
+    if (fd_ < 0) {
+        error = "timeline not open";
+        return false;
+    }
+    const char* p = bytes.data();
+    std::size_t left = bytes.size();
+    while (left > 0) {
+        const ssize_t n = ::write(fd_, p, left);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            error = path_ + ": " + std::strerror(n < 0 ? errno : ENOSPC);
+            frame_started_ = false;  // the decoder's history no longer matches ours: start over
+            header_due_ = true;
+            return false;
+        }
+        p += n;
+        left -= static_cast<std::size_t>(n);
+    }
+    return true;
+}
+
+// One line through the compressor and out with one write(2): flushed, so a reader (or a crash) sees every
+// line written so far.
+bool TimelineWriter::compress(std::string_view line, ZSTD_EndDirective directive, std::string& error) {
+    compressed_.resize(ZSTD_compressBound(line.size()) + 64);
+    ZSTD_inBuffer in{line.data(), line.size(), 0};
+    std::size_t produced = 0;
+    for (;;) {
+        ZSTD_outBuffer out{compressed_.data() + produced, compressed_.size() - produced, 0};
+        const std::size_t left = ZSTD_compressStream2(zstd_, &out, &in, directive);
+        produced += out.pos;
+        if (ZSTD_isError(left)) {
+            error = path_ + ": zstd: " + ZSTD_getErrorName(left);
+            frame_started_ = false;
+            return false;
+        }
+        if (left == 0) break;
+        compressed_.resize(compressed_.size() + left + 64);
+    }
+    return write_all({compressed_.data(), produced}, error);
+}
+
+// A new frame begins with everything a reader needs on its own: the header and (next) a full sample.
+bool TimelineWriter::start_frame(std::string& error) {
+    ZSTD_CCtx_reset(zstd_, ZSTD_reset_session_only);
+    encoder_.reset();
+    samples_in_frame_ = 0;
+    frame_started_ = true;
+    if (!header_due_ || header_line_.empty()) return true;
+    header_due_ = false;
+    return compress(header_line_, ZSTD_e_flush, error);
+}
+
+void TimelineWriter::maybe_sync() {
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_sync_ < kSyncInterval) return;
+    ::fdatasync(fd_);
+    last_sync_ = now;
 }
 
 bool TimelineWriter::append_line(std::string_view line, std::string& error) {
@@ -102,107 +143,64 @@ bool TimelineWriter::append_line(std::string_view line, std::string& error) {
         error = "timeline not open";
         return false;
     }
-    const char* p = line.data();
-    std::size_t left = line.size();
-    while (left > 0) {
-        const ssize_t n = ::write(fd_, p, left);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) {
-            error = path_ + ": " + std::strerror(n < 0 ? errno : ENOSPC);
-            return false;
-        }
-        p += n;
-        left -= static_cast<std::size_t>(n);
+    if (format_ == TimelineFormat::zstd_v2) {
+        if (!frame_started_ && !start_frame(error)) return false;
+        if (!compress(line, ZSTD_e_flush, error)) return false;
+    } else if (!write_all(line, error)) {
+        return false;
     }
-    if (++lines_since_sync_ >= kSyncEveryLines) {
-        ::fdatasync(fd_);
-        lines_since_sync_ = 0;
+    maybe_sync();
+    return true;
+}
+
+bool TimelineWriter::append(const Json& line, std::string& error) {
+    line_ = line.dump(-1, ' ', false, Json::error_handler_t::replace);
+    line_.push_back('\n');
+    return append_line(line_, error);
+}
+
+bool TimelineWriter::write_header(const Json& header, std::string& error) {
+    if (format_ == TimelineFormat::jsonl_v1) return append(header, error);
+    Json h = header;
+    h["schema"] = kTimelineSchemaV2;
+    header_line_ = h.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
+    if (fd_ < 0) {
+        error = "timeline not open";
+        return false;
     }
+    if (frame_started_) return compress(header_line_, ZSTD_e_flush, error);
+    return start_frame(error);  // writes it
+}
+
+bool TimelineWriter::append_sample(const Snapshot& snapshot, const Profile& profile, std::string& error) {
+    if (format_ == TimelineFormat::jsonl_v1) return append(timeline_sample_line(snapshot, profile), error);
+    if (fd_ < 0) {
+        error = "timeline not open";
+        return false;
+    }
+    if (!frame_started_ && !start_frame(error)) return false;
+    line_.clear();
+    encoder_.append_record(to_json(snapshot), line_);
+    line_.push_back('\n');
+    // The last sample of a frame ends it; the next sample starts a new one with a full sample.
+    const bool last_in_frame = ++samples_in_frame_ >= samples_per_frame_;
+    if (!compress(line_, last_in_frame ? ZSTD_e_end : ZSTD_e_flush, error)) return false;
+    if (last_in_frame) frame_started_ = false;  // the header once per file: readers keep it across frames
+    maybe_sync();
     return true;
 }
 
 void TimelineWriter::close() {
     if (fd_ >= 0) {
+        if (zstd_ && frame_started_) {  // end the frame so the file is a complete zstd stream
+            std::string ignored;
+            compress({}, ZSTD_e_end, ignored);
+        }
         ::fdatasync(fd_);
         ::close(fd_);
     }
     fd_ = -1;
-}
-
-Json timeline_sample_line(const Snapshot& snapshot, const Profile& profile) {
-    std::string text;
-    append_sample_line(text, snapshot, profile);
-    return Json::parse(text);
-}
-
-bool visit_timeline(const std::string& path, TimelineVisitor& visitor, std::vector<std::string>& warnings,
-                    std::string& error) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        error = path + ": " + std::strerror(errno);
-        return false;
-    }
-    LineReader lines(fd);
-    std::string_view text;
-    bool terminated = true;
-    std::size_t number = 0;
-    while (lines.next(text, terminated)) {
-        ++number;
-        if (text.empty()) continue;
-        // Sample lines (all but a handful) go straight into a Snapshot; anything that reader does not
-        // take as it is (other line types, bad lines, wrong types) goes through nlohmann below.
-        {
-            Snapshot snapshot;
-            if (read_sample_line(text, snapshot)) {
-                visitor.sample(std::move(snapshot));
-                continue;
-            }
-        }
-        Json line = Json::parse(text, nullptr, false);
-        if (line.is_discarded() || !line.is_object()) {
-            warnings.push_back(path + ":" + std::to_string(number) +
-                               (!terminated ? ": torn last line skipped (helper killed mid-write?)"
-                                            : ": not a JSON object, skipped"));
-            continue;
-        }
-        const std::string type = string_member(line, "type");
-        const bool snapshot_line = string_member(line, "schema") == kSnapshotSchema;
-        if (type == "header") {
-            visitor.header(line);
-        } else if (type == "verdict") {
-            visitor.verdict(line);
-        } else if (type == "event") {
-            visitor.event(line);
-        } else if (type == "sample" || snapshot_line) {
-            std::vector<std::string> problems;
-            Snapshot snapshot = snapshot_from_json(line, problems);
-            for (const auto& p : problems) warnings.push_back(path + ":" + std::to_string(number) + ": " + p);
-            visitor.sample(std::move(snapshot));
-        } else {
-            warnings.push_back(path + ":" + std::to_string(number) + ": unknown line type '" + type +
-                               "', skipped");
-        }
-    }
-    const int read_errno = lines.error();
-    ::close(fd);
-    if (read_errno != 0) {
-        error = path + ": " + std::strerror(read_errno);
-        return false;
-    }
-    return true;
-}
-
-bool read_timeline(const std::string& path, TimelineContents& out, std::string& error) {
-    struct Collect final : TimelineVisitor {
-        TimelineContents& c;
-        explicit Collect(TimelineContents& contents) : c(contents) {}
-        void header(const Json& h) override { c.header = h; }
-        void sample(Snapshot&& s) override { c.samples.push_back(std::move(s)); }
-        void event(const Json& e) override { c.events.push_back(e); }
-        void verdict(const Json& v) override { c.recorded_verdict = v; }
-    } collect(out);
-    out.path = path;
-    return visit_timeline(path, collect, out.warnings, error);
+    frame_started_ = false;
 }
 
 }  // namespace stallscope

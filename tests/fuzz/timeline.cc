@@ -1,4 +1,4 @@
-// read_timeline on arbitrary file contents (a torn or hand-edited timeline), then the replay path on what
+// visit_timeline_fd on arbitrary file contents (a torn or hand-edited timeline), then the replay path on what
 // it read: the same Profiler the helper runs live, its verdict, and the verdict's JSON.
 #include <sys/mman.h>
 #include <unistd.h>
@@ -11,7 +11,7 @@ using namespace stallscope;
 
 namespace {
 
-// One in-memory file per process, rewritten for every input (read_timeline takes a path).
+// One in-memory file per process, rewritten for every input.
 int timeline_fd() {
     static const int fd = ::memfd_create("stallscope-fuzz-timeline", MFD_CLOEXEC);
     return fd;
@@ -24,14 +24,19 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     FUZZ_CHECK(fd >= 0);
     FUZZ_CHECK(::ftruncate(fd, 0) == 0);
     FUZZ_CHECK(::pwrite(fd, data, size, 0) == static_cast<ssize_t>(size));
-    const std::string path = "/proc/self/fd/" + std::to_string(fd);
+    FUZZ_CHECK(::lseek(fd, 0, SEEK_SET) == 0);
 
-    TimelineContents contents;
+    // v1 and v2 (zstd) alike; "not a stallscope timeline" is a valid answer, a crash or a leak is not.
+    struct Replay final : TimelineVisitor {
+        Profiler profiler{Thresholds{}};
+        void sample(Snapshot&& snapshot) override { profiler.observe(std::move(snapshot)); }
+    } replay;
+    std::vector<std::string> warnings;
     std::string error;
-    FUZZ_CHECK(read_timeline(path, contents, error));
-
-    Profiler profiler{Thresholds{}};
-    for (const auto& snapshot : contents.samples) profiler.observe(snapshot);
+    const bool read = visit_timeline_fd(fd, "fuzz-input", replay, warnings, error);
+    FUZZ_CHECK(read || !error.empty());
+    FUZZ_CHECK(warnings.size() <= kMaxWarnings + 1);
+    Profiler& profiler = replay.profiler;
     const StepVerdict verdict = profiler.verdict();
     (void)to_json(verdict).dump();  // as replay_timeline() compares it: throws on invalid UTF-8
     return 0;

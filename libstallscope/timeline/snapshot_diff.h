@@ -1,0 +1,90 @@
+// stallscope.timeline/2 sample records: each sample as the difference between its to_json(snapshot) tree
+// and the previous sample's. Working on the JSON tree (not on Snapshot's members) is what lets a field
+// added to model/snapshot.h and snapshot_json.cc flow through the timeline without a change here.
+//
+//   {"type":"sample","full":{<to_json(snapshot)>}}            first sample of a frame (a keyframe)
+//   {"type":"sample","keys":["/rdma/0/counters/port_xmit_data",...],"a":[123456,...],
+//                    "set":{"/unix_time":1764000001.5,"/warnings":[...],...}}
+// Keys are JSON Pointers (RFC 6901) into the previous tree. "a": the integer leaves that moved, as signed
+// differences, in the order of "keys"; "keys" is written only when that list changes (the same counters
+// move every second: writing their names once saves a quarter of the compressed size). A reader also takes
+// "add": {pointer: difference}.
+// "set": anything else that changed, the new value; an object whose keys changed or an array whose length
+// changed is set whole, so a reader never has to insert or delete. Unchanged values are not written.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "libstallscope/model/snapshot_json.h"
+
+namespace stallscope {
+
+class SnapshotDiffEncoder {
+  public:
+    // Appends the record for `tree` (to_json of the sample; no trailing newline) and keeps `tree` as the
+    // previous one: a keyframe after construction or reset(), else the changes.
+    void append_record(Json&& tree, std::string& out);
+    // The next record is a keyframe (a new zstd frame, or a reopened file).
+    void reset() {
+        have_previous_ = false;
+        previous_keys_used_ = 0;
+    }
+
+  private:
+    void diff(const Json& before, const Json& after);
+    void write_set(const Json& value);
+    void write_key(std::string& section, bool& first);
+    void write_add_key();
+
+    Json previous_;
+    bool have_previous_ = false;
+    // Where the comparison is: object keys (into the trees) and array indices; path() spells it out.
+    struct Segment {
+        const std::string* key;  // null for an array element
+        std::size_t index;
+    };
+    std::vector<Segment> stack_;
+    std::string path_;
+    const std::string& path();
+    std::string add_, set_;
+    bool add_first_ = true, set_first_ = true;
+    // Pointers of this record's "a" values ([0, keys_used_)) and of the last "keys" written.
+    std::vector<std::string> keys_, previous_keys_;
+    std::size_t keys_used_ = 0, previous_keys_used_ = 0;
+};
+
+// Rebuilds each sample's tree from a keyframe and the records that follow it.
+class SnapshotDiffDecoder {
+  public:
+    void keyframe(Json&& tree);
+    bool has_tree() const { return have_tree_; }
+    const Json& tree() const { return tree_; }
+    // Apply one change; false + problem when the pointer does not name a node of the right kind.
+    bool add(std::string_view pointer, std::int64_t delta, std::string& problem);
+    bool set(std::string_view pointer, Json&& value, std::string& problem);
+    // Forget the tree (a damaged stream): changes are refused until the next keyframe.
+    void reset();
+
+  private:
+    Json* find(std::string_view pointer, std::string& problem);
+
+    struct Hash {
+        using is_transparent = void;
+        std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+    };
+    Json tree_;
+    bool have_tree_ = false;
+    // Pointer -> node, for the leaves that move every sample. Nodes of an ordered_json stay where they are
+    // until their parent is replaced; any "set" of a container drops the cache.
+    std::unordered_map<std::string, Json*, Hash, std::equal_to<>> nodes_;
+    std::string key_;  // scratch for an unescaped pointer segment
+};
+
+// JSON string text of `s` (quotes, escapes), appended.
+void append_json_string(std::string& out, std::string_view s);
+
+}  // namespace stallscope

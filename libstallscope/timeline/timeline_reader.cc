@@ -1,0 +1,261 @@
+// visit_timeline: v1 and v2 lines parsed with simdjson (On Demand would save little: most of a v2 line is
+// read anyway), snapshots rebuilt through snapshot_from_json so the reader follows every field the model
+// adds without a change here.
+#include <simdjson.h>
+
+#include "libstallscope/timeline/timeline.h"
+
+namespace stallscope {
+namespace {
+
+static_assert(TimelineInput::kLinePadding >= simdjson::SIMDJSON_PADDING);
+
+// The tree nlohmann's parser would give for the same text (non-negative integers unsigned, as it does).
+Json to_tree(simdjson::dom::element e) {
+    switch (e.type()) {
+        case simdjson::dom::element_type::ARRAY: {
+            Json a = Json::array();
+            simdjson::dom::array array;
+            if (e.get(array) == simdjson::SUCCESS)
+                for (simdjson::dom::element child : array) a.push_back(to_tree(child));
+            return a;
+        }
+        case simdjson::dom::element_type::OBJECT: {
+            Json o = Json::object();
+            simdjson::dom::object object;
+            if (e.get(object) == simdjson::SUCCESS)
+                for (simdjson::dom::key_value_pair field : object)
+                    o[std::string(field.key)] = to_tree(field.value);
+            return o;
+        }
+        case simdjson::dom::element_type::INT64: {
+            std::int64_t v = 0;
+            if (e.get(v) != simdjson::SUCCESS) break;
+            return v >= 0 ? Json(static_cast<std::uint64_t>(v)) : Json(v);
+        }
+        case simdjson::dom::element_type::UINT64: {
+            std::uint64_t v = 0;
+            if (e.get(v) != simdjson::SUCCESS) break;
+            return Json(v);
+        }
+        case simdjson::dom::element_type::DOUBLE: {
+            double v = 0;
+            if (e.get(v) != simdjson::SUCCESS) break;
+            return Json(v);
+        }
+        case simdjson::dom::element_type::STRING: {
+            std::string_view v;
+            if (e.get(v) != simdjson::SUCCESS) break;
+            return Json(std::string(v));
+        }
+        case simdjson::dom::element_type::BOOL: {
+            bool v = false;
+            if (e.get(v) != simdjson::SUCCESS) break;
+            return Json(v);
+        }
+        case simdjson::dom::element_type::NULL_VALUE:
+            break;
+    }
+    return Json(nullptr);
+}
+
+std::string_view string_field(simdjson::dom::object object, const char* key) {
+    std::string_view value;
+    if (object[key].get_string().get(value) != simdjson::SUCCESS) return {};
+    return value;
+}
+
+class Reader {
+  public:
+    Reader(const std::string& name, TimelineVisitor& visitor, std::vector<std::string>& warnings)
+        : name_(name), visitor_(visitor), warnings_(warnings) {}
+
+    void warn(std::size_t line, const std::string& text) {
+        if (++warning_count_ <= kMaxWarnings)
+            warnings_.push_back(name_ + ":" + std::to_string(line) + ": " + text);
+    }
+
+    bool run(TimelineInput& input, std::string& error) {
+        changes_ = false;
+        std::string_view text;
+        bool terminated = true;
+        for (;;) {
+            const auto next = input.next(text, terminated, error);
+            if (next == TimelineInput::Next::error) return false;
+            if (next == TimelineInput::Next::end) break;
+            changes_ = changes_ || input.compressed();
+            if (text.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+            if (!line(text, terminated, input.line_number()) && !recognised_) {
+                error = name_ + ": not a stallscope timeline (line " + std::to_string(input.line_number()) +
+                        " is not a timeline line)";
+                return false;
+            }
+        }
+        if (!recognised_) {
+            error = name_ + ": not a stallscope timeline (" +
+                    (input.empty() ? "empty" : "no timeline lines") + ")";
+            return false;
+        }
+        if (warning_count_ > kMaxWarnings)
+            warnings_.push_back(name_ + ": " + std::to_string(warning_count_ - kMaxWarnings) +
+                                " more warnings like these not shown");
+        return true;
+    }
+
+  private:
+    // One line; false when it is not a line of a timeline (bad JSON, another kind of object).
+    bool line(std::string_view text, bool terminated, std::size_t number) {
+        simdjson::dom::element doc;
+        simdjson::dom::object object;
+        if (parser_.parse(text.data(), text.size(), false).get(doc) != simdjson::SUCCESS ||
+            doc.get_object().get(object) != simdjson::SUCCESS) {
+            if (recognised_)
+                warn(number, !terminated ? "torn last line skipped (helper killed mid-write?)"
+                                         : "not a JSON object, skipped");
+            return false;
+        }
+        const std::string_view type = string_field(object, "type");
+        if (type == "sample" || (type.empty() && string_field(object, "schema") == kSnapshotSchema)) {
+            recognised_ = true;
+            sample(doc, object, number);
+        } else if (type == "header") {
+            recognised_ = true;
+            if (string_field(object, "schema") == kTimelineSchemaV2) changes_ = true;
+            visitor_.header(to_tree(doc));
+        } else if (type == "event" && recognised_) {
+            visitor_.event(to_tree(doc));
+        } else if (type == "verdict" && recognised_) {
+            visitor_.verdict(to_tree(doc));
+        } else {
+            if (recognised_) warn(number, "unknown line type '" + std::string(type) + "', skipped");
+            return false;
+        }
+        return true;
+    }
+
+    void sample(simdjson::dom::element doc, simdjson::dom::object object, std::size_t number) {
+        simdjson::dom::element full;
+        const bool record = changes_ || object["full"].error() == simdjson::SUCCESS ||
+                            object["a"].error() == simdjson::SUCCESS ||
+                            object["add"].error() == simdjson::SUCCESS ||
+                            object["set"].error() == simdjson::SUCCESS;
+        if (!record) {  // v1: the snapshot is the line itself
+            emit(to_tree(doc), number);
+        } else if (object["full"].get(full) == simdjson::SUCCESS) {
+            decoder_.keyframe(to_tree(full));
+            add_keys_.clear();
+            emit(decoder_.tree(), number);
+        } else if (apply_changes(object, number)) {
+            emit(decoder_.tree(), number);
+        }
+    }
+
+    bool apply_changes(simdjson::dom::object object, std::size_t number) {
+        simdjson::dom::object changes;
+        simdjson::dom::array list;
+        if (object["keys"].get_array().get(list) == simdjson::SUCCESS) {
+            add_keys_.clear();
+            for (simdjson::dom::element key : list) {
+                std::string_view text;
+                if (key.get_string().get(text) != simdjson::SUCCESS) {
+                    problem_ = "\"keys\" holds a non-string";
+                    return broken(number);
+                }
+                add_keys_.emplace_back(text);
+            }
+        }
+        if (object["a"].get_array().get(list) == simdjson::SUCCESS) {
+            std::size_t i = 0;
+            for (simdjson::dom::element value : list) {
+                std::int64_t delta = 0;
+                if (i >= add_keys_.size() || value.get_int64().get(delta) != simdjson::SUCCESS) {
+                    problem_ = "\"a\" does not match \"keys\"";
+                    return broken(number);
+                }
+                if (!decoder_.add(add_keys_[i++], delta, problem_)) return broken(number);
+            }
+            if (i != add_keys_.size()) {
+                problem_ = "\"a\" does not match \"keys\"";
+                return broken(number);
+            }
+        }
+        if (object["add"].get_object().get(changes) == simdjson::SUCCESS)
+            for (simdjson::dom::key_value_pair field : changes) {
+                std::int64_t delta = 0;
+                if (field.value.get_int64().get(delta) != simdjson::SUCCESS) {
+                    problem_ = "\"add\" of a non-integer to '" + std::string(field.key) + "'";
+                    return broken(number);
+                }
+                if (!decoder_.add(field.key, delta, problem_)) return broken(number);
+            }
+        if (object["set"].get_object().get(changes) == simdjson::SUCCESS)
+            for (simdjson::dom::key_value_pair field : changes)
+                if (!decoder_.set(field.key, to_tree(field.value), problem_)) return broken(number);
+        return true;
+    }
+
+    // A change that does not apply: the samples until the next full one cannot be rebuilt.
+    bool broken(std::size_t number) {
+        const bool had_tree = decoder_.has_tree();
+        decoder_.reset();
+        if (had_tree || !warned_no_tree_)
+            warn(number, problem_ + "; samples skipped until the next full sample");
+        warned_no_tree_ = !had_tree;
+        return false;
+    }
+
+    void emit(const Json& tree, std::size_t number) {
+        problems_.clear();
+        Snapshot snapshot = snapshot_from_json(tree, problems_);
+        for (const auto& p : problems_) warn(number, p);
+        visitor_.sample(std::move(snapshot));
+        warned_no_tree_ = false;
+    }
+
+    const std::string& name_;
+    TimelineVisitor& visitor_;
+    std::vector<std::string>& warnings_;
+    std::size_t warning_count_ = 0;
+    bool recognised_ = false;  // a header or a sample was seen: this is a timeline
+    bool warned_no_tree_ = false;
+    bool changes_ = false;  // a v2 timeline: sample lines are change records (snapshot_diff.h)
+    simdjson::dom::parser parser_;
+    SnapshotDiffDecoder decoder_;
+    std::string problem_;
+    std::vector<std::string> add_keys_;  // the pointers of "a", from the last "keys"
+    std::vector<std::string> problems_;
+};
+
+}  // namespace
+
+bool visit_timeline(const std::string& path, TimelineVisitor& visitor, std::vector<std::string>& warnings,
+                    std::string& error, const TimelineReadLimits& limits) {
+    Reader reader(path, visitor, warnings);
+    TimelineInput input(limits, [&](std::size_t line, const std::string& w) { reader.warn(line, w); });
+    if (!input.open(path, error)) return false;
+    return reader.run(input, error);
+}
+
+bool visit_timeline_fd(int fd, const std::string& name, TimelineVisitor& visitor,
+                       std::vector<std::string>& warnings, std::string& error,
+                       const TimelineReadLimits& limits) {
+    Reader reader(name, visitor, warnings);
+    TimelineInput input(limits, [&](std::size_t line, const std::string& w) { reader.warn(line, w); });
+    if (!input.adopt(fd, name, error)) return false;
+    return reader.run(input, error);
+}
+
+bool read_timeline(const std::string& path, TimelineContents& out, std::string& error) {
+    struct Collect final : TimelineVisitor {
+        TimelineContents& c;
+        explicit Collect(TimelineContents& contents) : c(contents) {}
+        void header(const Json& h) override { c.header = h; }
+        void sample(Snapshot&& s) override { c.samples.push_back(std::move(s)); }
+        void event(const Json& e) override { c.events.push_back(e); }
+        void verdict(const Json& v) override { c.recorded_verdict = v; }
+    } collect(out);
+    out.path = path;
+    return visit_timeline(path, collect, out.warnings, error);
+}
+
+}  // namespace stallscope

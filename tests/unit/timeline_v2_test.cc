@@ -1,0 +1,298 @@
+// stallscope.timeline/2: read(write(snapshots)) == snapshots (to_json equality) for every fixture node and
+// the scenario recordings, fields the writer has never heard of, torn tails, damaged frames, a reopened
+// file, and the decompressed stream being plain JSON lines.
+#include <dirent.h>
+#include <doctest/doctest.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "libstallscope/sources/sampler.h"
+#include "libstallscope/timeline/documents.h"
+#include "libstallscope/timeline/snapshot_diff.h"
+#include "libstallscope/timeline/timeline.h"
+#include "libstallscope/timeline/timeline_export.h"
+
+using namespace stallscope;
+
+namespace {
+
+std::string temp_dir() {
+    char tmpl[] = "/tmp/stallscope-tl2-XXXXXX";
+    REQUIRE(mkdtemp(tmpl) != nullptr);
+    return tmpl;
+}
+
+std::vector<std::string> entries(const std::string& dir, const std::string& suffix = "") {
+    std::vector<std::string> names;
+    if (DIR* d = ::opendir(dir.c_str())) {
+        while (const dirent* e = ::readdir(d)) {
+            const std::string name = e->d_name;
+            if (name[0] != '.' && name.size() >= suffix.size() &&
+                name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
+                names.push_back(name);
+        }
+        ::closedir(d);
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
+// A sequence that moves: counters up (and one reset), an interface that appears, warnings that appear
+// and clear, a collector failure, a gauge that goes missing.
+std::vector<Snapshot> moving(const Snapshot& base, int count) {
+    std::vector<Snapshot> out;
+    for (int i = 0; i < count; ++i) {
+        Snapshot s = base;
+        s.time = base.time + i;
+        const auto step = static_cast<std::uint64_t>(i) * 1'000'003;
+        for (auto& n : s.interfaces)
+            if (n.rx_bytes) n.rx_bytes = *n.rx_bytes + step;
+        for (auto& p : s.rdma)
+            for (auto& [name, value] : p.counters)
+                if (value) value = *value + step * 3;
+        for (auto& g : s.gpus) {
+            if (g.energy_mj) g.energy_mj = i == 5 ? 1 : *g.energy_mj + step;  // a counter reset
+            g.utilization_pct = (i % 3 == 0) ? Gauge() : Gauge(50.0 + i * 0.25);
+        }
+        if (i % 4 == 1) s.warnings.push_back("nvml: GPU 3 timed out");
+        if (i == 7) s.collector_failures["nvml"] = "deadline 5 s exceeded";
+        if (i >= 6) {
+            NetInterface extra;
+            extra.name = "ib/odd~name";  // needs JSON Pointer escaping
+            extra.rx_bytes = static_cast<std::uint64_t>(i);
+            s.interfaces.push_back(extra);
+        }
+        out.push_back(std::move(s));
+    }
+    return out;
+}
+
+std::vector<Snapshot> write_then_read(const std::vector<Snapshot>& samples, const std::string& path,
+                                      std::vector<std::string>* warnings = nullptr, int per_frame = 0) {
+    {
+        TimelineWriter w(TimelineFormat::zstd_v2);
+        if (per_frame) w.set_samples_per_frame(per_frame);
+        std::string error;
+        REQUIRE(w.open(path, error));
+        REQUIRE(w.write_header(timeline_header(samples.front(), 1.0, {}), error));
+        for (const auto& s : samples) REQUIRE(w.append_sample(s, Profile{}, error));
+    }
+    TimelineContents c;
+    std::string error;
+    REQUIRE_MESSAGE(read_timeline(path, c, error), error);
+    CHECK(c.header["schema"] == kTimelineSchemaV2);
+    if (warnings) *warnings = c.warnings;
+    return c.samples;
+}
+
+void check_same(const std::vector<Snapshot>& read, const std::vector<Snapshot>& written, std::size_t count) {
+    REQUIRE(read.size() == count);
+    for (std::size_t i = 0; i < count; ++i) CHECK(to_json(read[i]).dump() == to_json(written[i]).dump());
+}
+
+Snapshot node_snapshot(const std::string& node) {
+    Roots roots;
+    roots.procfs = node + "/proc";
+    roots.sysfs = node + "/sys";
+    roots.ethtool = node + "/ethtool";
+    roots.dev = "/nonexistent";
+    roots.nvidia_smi = "/nonexistent/nvidia-smi";
+    roots.nvml_library = "/nonexistent/libnvidia-ml.so.1";
+    return Sampler::for_node(roots).sample_at(1'790'000'000);
+}
+
+std::string file_bytes(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), {}};
+}
+
+}  // namespace
+
+TEST_CASE("v2 round trip: every fixture node, with moving counters, reads back exactly") {
+    const std::string nodes = std::string(STALLSCOPE_FIXTURES_DIR) + "/nodes";
+    const std::string dir = temp_dir();
+    for (const auto& node : entries(nodes)) {
+        CAPTURE(node);
+        const auto written = moving(node_snapshot(nodes + "/" + node), 12);
+        const auto read = write_then_read(written, dir + "/timeline.0." + node + ".jsonl.zst");
+        check_same(read, written, written.size());
+    }
+}
+
+TEST_CASE("v2 round trip: the scenario recordings (GPUs, NCCL, Xids) read back exactly") {
+    const std::string scenarios = std::string(STALLSCOPE_TESTS_DIR) + "/scenarios";
+    const std::string dir = temp_dir();
+    for (const auto& name : entries(scenarios, ".jsonl")) {
+        CAPTURE(name);
+        TimelineContents v1;
+        std::string error;
+        REQUIRE(read_timeline(scenarios + "/" + name, v1, error));
+        REQUIRE_FALSE(v1.samples.empty());
+        const auto read = write_then_read(v1.samples, dir + "/" + name + ".zst");
+        check_same(read, v1.samples, v1.samples.size());
+    }
+}
+
+TEST_CASE("a field the encoder has never seen flows through (what gpudepth adds to to_json)") {
+    Json a = to_json(Snapshot{});
+    a["gpm"] = Json{{"sm_occupancy_pct", 41.5}, {"nvlink", Json::array({1u, 2u, 3u})}};
+    a["cgroup"] = Json{{"cpu_usage_usec", 1000u}, {"oom_kills", 0u}};
+    Json b = a;
+    b["cgroup"]["cpu_usage_usec"] = 250000u;  // an integer that moved: "keys" + "a"
+    b["gpm"]["sm_occupancy_pct"] = 42.0;
+    b["gpm"]["nvlink"][1] = 900u;
+    b["gpm"]["mig"] = "3g.40gb";  // a new key: the object is set whole
+    SnapshotDiffEncoder encoder;
+    std::string first, second;
+    encoder.append_record(Json(a), first);
+    encoder.append_record(Json(b), second);
+    CHECK(second.find(R"("/gpm")") != std::string::npos);
+    SnapshotDiffDecoder decoder;
+    decoder.keyframe(Json(Json::parse(first)["full"]));
+    const Json changes = Json::parse(second);
+    std::string problem;
+    REQUIRE(changes["keys"] == Json::array({"/cgroup/cpu_usage_usec"}));
+    REQUIRE(changes["a"] == Json::array({249000}));
+    REQUIRE(decoder.add("/cgroup/cpu_usage_usec", 249000, problem));
+    const Json sets = changes.value("set", Json::object());
+    for (auto& [k, v] : sets.items()) REQUIRE(decoder.set(k, Json(v), problem));
+    CHECK(decoder.tree().dump() == b.dump());
+}
+
+TEST_CASE("unchanged values cost nothing: a sample that only moved in time is two fields") {
+    const Snapshot base = node_snapshot(std::string(STALLSCOPE_FIXTURES_DIR) + "/nodes/roce");
+    Snapshot next = base;
+    next.time += 1;
+    SnapshotDiffEncoder encoder;
+    std::string first, second;
+    encoder.append_record(to_json(base), first);
+    encoder.append_record(to_json(next), second);
+    const Json record = Json::parse(second);
+    CHECK_FALSE(record.contains("add"));
+    REQUIRE(record["set"].size() == 2);
+    CHECK(record["set"].contains("/unix_time"));
+    CHECK(first.size() > 20 * second.size());
+}
+
+TEST_CASE("the decompressed stream is plain JSON lines (what zstdcat | jq sees)") {
+    const std::string dir = temp_dir();
+    const auto written = moving(node_snapshot(std::string(STALLSCOPE_FIXTURES_DIR) + "/nodes/vm"), 8);
+    write_then_read(written, dir + "/t.jsonl.zst", nullptr, 3);  // several frames: zstdcat concatenates
+    const std::string compressed = file_bytes(dir + "/t.jsonl.zst");
+    ZSTD_DCtx* dctx = ZSTD_createDCtx();
+    std::string text(1 << 16, '\0'), all;
+    ZSTD_inBuffer in{compressed.data(), compressed.size(), 0};
+    while (in.pos < in.size) {
+        ZSTD_outBuffer out{text.data(), text.size(), 0};
+        REQUIRE_FALSE(ZSTD_isError(ZSTD_decompressStream(dctx, &out, &in)));
+        all.append(text.data(), out.pos);
+    }
+    ZSTD_freeDCtx(dctx);
+    std::istringstream lines(all);
+    int samples = 0, full = 0;
+    for (std::string line; std::getline(lines, line);) {
+        const Json j = Json::parse(line);  // throws on anything but JSON
+        samples += j["type"] == "sample";
+        full += j.contains("full");
+    }
+    CHECK(samples == 8);
+    CHECK(full == 3);  // frames of 3: samples 1, 4, 7 are full
+}
+
+TEST_CASE("a killed helper: every cut of the file reads the samples before the cut, exactly") {
+    const std::string dir = temp_dir();
+    const auto written = moving(node_snapshot(std::string(STALLSCOPE_FIXTURES_DIR) + "/nodes/roce"), 10);
+    write_then_read(written, dir + "/whole.jsonl.zst");
+    const std::string bytes = file_bytes(dir + "/whole.jsonl.zst");
+    std::size_t previous = 0;
+    for (std::size_t cut = bytes.size() / 2; cut <= bytes.size(); cut += 7) {
+        const std::string path = dir + "/cut.jsonl.zst";
+        std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes.substr(0, cut);
+        TimelineContents c;
+        std::string error;
+        REQUIRE_MESSAGE(read_timeline(path, c, error), error);
+        CHECK(c.samples.size() >= previous);
+        previous = c.samples.size();
+        check_same(c.samples, written, c.samples.size());
+        CHECK(c.warnings.size() <= 2);
+    }
+    CHECK(previous == written.size());
+}
+
+TEST_CASE("a damaged frame is skipped to the next one; the samples there are exact") {
+    const std::string dir = temp_dir();
+    const auto written = moving(node_snapshot(std::string(STALLSCOPE_FIXTURES_DIR) + "/nodes/roce"), 12);
+    write_then_read(written, dir + "/t.jsonl.zst", nullptr, 4);
+    std::string bytes = file_bytes(dir + "/t.jsonl.zst");
+    // Damage the first frame's compressed data (past its header and the header line).
+    for (std::size_t i = bytes.size() / 6; i < bytes.size() / 6 + 16; ++i) bytes[i] ^= 0x5a;
+    const std::string path = dir + "/damaged.jsonl.zst";
+    std::ofstream(path, std::ios::binary) << bytes;
+    TimelineContents c;
+    std::string error;
+    REQUIRE_MESSAGE(read_timeline(path, c, error), error);
+    REQUIRE_FALSE(c.warnings.empty());
+    CHECK(c.warnings[0].find("damaged compressed data") != std::string::npos);
+    // The last two frames are whole.
+    REQUIRE(c.samples.size() >= 8);
+    const std::vector<Snapshot> tail(c.samples.end() - 8, c.samples.end());
+    const std::vector<Snapshot> expected(written.end() - 8, written.end());
+    check_same(tail, expected, 8);
+}
+
+TEST_CASE(
+    "a reopened v2 file (the helper moved to the fallback directory) restarts with header and full sample") {
+    const std::string dir = temp_dir();
+    const auto written = moving(node_snapshot(std::string(STALLSCOPE_FIXTURES_DIR) + "/nodes/vm"), 6);
+    TimelineWriter w(TimelineFormat::zstd_v2);
+    std::string error;
+    REQUIRE(w.open(dir + "/a.jsonl.zst", error));
+    REQUIRE(w.write_header(timeline_header(written.front(), 1.0, {}), error));
+    for (int i = 0; i < 3; ++i)
+        REQUIRE(w.append_sample(written[static_cast<std::size_t>(i)], Profile{}, error));
+    // What relocate_timeline does: copy what is there (here cut short, as a full disk leaves it), reopen.
+    const std::string bytes = file_bytes(dir + "/a.jsonl.zst");
+    std::ofstream(dir + "/b.jsonl.zst", std::ios::binary) << bytes.substr(0, bytes.size() - 5);
+    REQUIRE(w.open(dir + "/b.jsonl.zst", error));
+    for (int i = 3; i < 6; ++i)
+        REQUIRE(w.append_sample(written[static_cast<std::size_t>(i)], Profile{}, error));
+    w.close();
+    TimelineContents c;
+    REQUIRE_MESSAGE(read_timeline(dir + "/b.jsonl.zst", c, error), error);
+    CHECK(c.header["schema"] == kTimelineSchemaV2);
+    REQUIRE(c.samples.size() >= 5);  // the last sample before the cut is lost
+    const std::vector<Snapshot> after(c.samples.end() - 3, c.samples.end());
+    const std::vector<Snapshot> expected(written.begin() + 3, written.end());
+    check_same(after, expected, 3);
+}
+
+TEST_CASE("export gives v1 lines, every sample whole, that read back to the same samples") {
+    const std::string dir = temp_dir();
+    const auto written = moving(node_snapshot(std::string(STALLSCOPE_FIXTURES_DIR) + "/nodes/roce"), 7);
+    write_then_read(written, dir + "/t.jsonl.zst", nullptr, 3);
+    std::FILE* out = std::fopen((dir + "/exported.jsonl").c_str(), "w");
+    REQUIRE(out != nullptr);
+    std::vector<std::string> warnings;
+    std::string error;
+    REQUIRE_MESSAGE(export_timeline(dir + "/t.jsonl.zst", out, warnings, error), error);
+    std::fclose(out);
+    CHECK(warnings.empty());
+    std::ifstream in(dir + "/exported.jsonl");
+    int samples = 0;
+    for (std::string line; std::getline(in, line);) {
+        const Json j = Json::parse(line);
+        if (j["type"] == "sample") {
+            ++samples;
+            CHECK(j["schema"] == kSnapshotSchema);
+        } else {
+            CHECK(j["schema"] == kTimelineSchema);
+        }
+    }
+    CHECK(samples == 7);
+    TimelineContents c;
+    REQUIRE(read_timeline(dir + "/exported.jsonl", c, error));
+    check_same(c.samples, written, written.size());
+}
