@@ -53,8 +53,10 @@ std::vector<std::string> hosts_without_verdict(const std::string& dir) {
     if (!d) return {};
     while (const dirent* e = ::readdir(d.get())) {
         const std::string name = e->d_name;
-        if (starts_with(name, "timeline.") && ends_with(name, ".jsonl"))
+        if (starts_with(name, "timeline.") && ends_with(name, ".jsonl"))  // v1
             timelines.insert(name.substr(9, name.size() - 9 - 6));
+        else if (starts_with(name, "timeline.") && ends_with(name, ".jsonl.zst"))  // v2
+            timelines.insert(name.substr(9, name.size() - 9 - 10));
         else if (starts_with(name, "verdict.") && ends_with(name, ".json"))
             verdicts.insert(name.substr(8, name.size() - 8 - 5));
     }

@@ -50,7 +50,11 @@ bool copy_complete_lines(const std::string& from, const std::string& to, std::st
             }
         copied += n;
     }
-    if (::ftruncate(out.fd, complete) != 0 || ::fsync(out.fd) != 0) return error = errno_text(to), false;
+    // A compressed (v2) timeline has no line structure: a '\n' byte means nothing there. It is copied
+    // whole; the reader skips a torn last block, and the reopened writer starts a new zstd frame.
+    const bool compressed = from.size() > 4 && from.compare(from.size() - 4, 4, ".zst") == 0;
+    if (::ftruncate(out.fd, compressed ? copied : complete) != 0 || ::fsync(out.fd) != 0)
+        return error = errno_text(to), false;
     return true;
 }
 
