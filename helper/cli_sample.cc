@@ -1,6 +1,8 @@
 // `stallscope [--json]` and `stallscope --interval-seconds N [--count K] [--json]`: sample this node.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <optional>
 #include <string>
 
@@ -48,6 +50,11 @@ int run_sample(int argc, char** argv, int first) {
                                                            : nccl::default_nccl_test_args(),
                                 std::chrono::minutes(5));
 
+    // The one-shot CLI run outside a job may adopt a job found in another process's environment: say so.
+    const char* own_job = std::getenv("SLURM_JOB_ID");
+    const bool own_job_context = own_job && *own_job;
+    std::vector<std::string> shown_warnings;  // periodic text: the set printed last
+
     double next = monotonic_now();
     for (long n = 0; (count < 0 || n < count) && !stop_requested(); ++n) {
         if (n > 0) {
@@ -62,21 +69,43 @@ int run_sample(int argc, char** argv, int first) {
         const Profile profile = profiler.observe(std::move(sampled));  // kept by the profiler, not copied
         const Snapshot& snap = *profiler.last_sample();
         sinks.publish(snap, profile, profiler.last_rates());
+        // One-shot: wait (bounded) for the sinks, so that a failed post is in this output, not lost.
+        if (!periodic) sinks.close();
+        const std::vector<std::string> sink_warnings = sinks.take_new_warnings();
+        for (const auto& w : sink_warnings) std::fprintf(stderr, "stallscope: warning: %s\n", w.c_str());
+        const bool detected = snap.context.scheduler == "slurm" && !own_job_context;
         if (json) {
             Json out = to_json(snap);
             if (const Rates* rates = profiler.last_rates()) out["rates"] = to_json(*rates);
             out["profile"] = to_json(profile);
+            for (const auto& w : sink_warnings) out["warnings"].push_back(w);
+            if (detected) out["context"]["detected_from"] = "another process's environment";
             // Periodic: exactly one single-line object per sample (machine-friendly); one-shot: indented.
             const std::string text = periodic ? out.dump() : out.dump(2);
             std::fwrite(text.data(), 1, text.size(), stdout);
             std::fputc('\n', stdout);
+        } else if (periodic) {
+            // Every sample gets its time; a warning is printed once, then again only when the set changes.
+            std::vector<std::string> current = snap.warnings;
+            current.insert(current.end(), sink_warnings.begin(), sink_warnings.end());
+            std::vector<std::string> fresh;
+            for (const auto& w : current)
+                if (std::find(shown_warnings.begin(), shown_warnings.end(), w) == shown_warnings.end())
+                    fresh.push_back(w);
+            shown_warnings = snap.warnings;
+            std::fputs(profile_text(snap, profile, {true, &fresh, detected}).c_str(), stdout);
         } else {
-            std::fputs(profile_text(snap, profile).c_str(), stdout);
+            std::vector<std::string> all = snap.warnings;
+            all.insert(all.end(), sink_warnings.begin(), sink_warnings.end());
+            std::fputs(profile_text(snap, profile, {false, &all, detected}).c_str(), stdout);
         }
         std::fflush(stdout);
     }
     sinks.close();
-    return 0;
+    for (const auto& w : sinks.take_new_warnings())
+        std::fprintf(stderr, "stallscope: warning: %s\n", w.c_str());
+    // An output the user asked for that could not be written is a failure of the run (exit 1).
+    return sinks.warnings().empty() ? 0 : 1;
 }
 
 }  // namespace stallscope::cli
