@@ -246,8 +246,6 @@ figure{margin:8px 0}figcaption{font-weight:600;margin-bottom:2px}
 table{border-collapse:collapse;font-size:13px;margin:4px 0}th,td{padding:2px 8px;border-bottom:1px solid #eee}
 th{cursor:pointer;text-align:left;background:#f6f6f6;user-select:none}td.n{text-align:right}
 ul.reasons li{margin-bottom:4px}.ev{color:#666;font-size:12px}.up{color:#d62728}.down{color:#2ca02c}
-body.only{visibility:hidden;margin:0}.only .shown{visibility:visible;position:fixed;left:0;top:0;margin:0;background:#fff}
-.only .shown figcaption,.only .shown .legend{display:none}
 </style></head><body>
 )" + body + R"(
 <script>
@@ -269,16 +267,13 @@ body.only{visibility:hidden;margin:0}.only .shown{visibility:visible;position:fi
       th.addEventListener('click', function () { sortTable(t, i, t.dataset.sorted === i + ':asc'); });
     });
   });
-  // #sort=TABLE:COL[:desc] sorts on load; #only=FIGURE shows one chart alone (the browser test crops it).
-  location.hash.slice(1).split('&').forEach(function (kv) {
-    var p = kv.split('=');
-    if (p[0] === 'sort') {
-      var a = p[1].split(':'), t = document.getElementById(a[0]);
-      if (t) sortTable(t, +a[1], a[2] === 'desc');
-    } else if (p[0] === 'only') {
-      var f = document.getElementById(p[1]);
-      if (f) { document.body.classList.add('only'); f.classList.add('shown'); }
-    }
+  // #sort=TABLE:COL[:desc] sorts on load (a link can point at a sorted table; the browser test uses it).
+  var m = /sort=([\w-]+):(\d+)(:desc)?/.exec(location.hash);
+  if (m && document.getElementById(m[1])) sortTable(document.getElementById(m[1]), +m[2], !!m[3]);
+  // Where each chart landed on the page, for the browser test's screenshot check.
+  document.querySelectorAll('figure.chart svg').forEach(function (s) {
+    var r = s.getBoundingClientRect();
+    s.dataset.rect = [r.left + scrollX, r.top + scrollY, r.width, r.height].map(Math.round).join(',');
   });
   document.body.dataset.ready = '1';
 })();
