@@ -60,6 +60,7 @@ JobSeries collect_job_series(const JobReport& report, std::size_t buckets) {
         std::optional<Snapshot> previous;
         auto observe = [&](const Snapshot& s) {
             const double offset = (s.time - job.start_time) / job.bucket_seconds;
+            if (!std::isfinite(offset)) return;  // a sample without a usable time has no place on the axis
             const auto b =
                 static_cast<std::size_t>(std::clamp(offset, 0.0, static_cast<double>(job.buckets - 1)));
             double util_sum = 0;

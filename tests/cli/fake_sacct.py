@@ -16,7 +16,7 @@ if os.environ.get("FAKE_SACCT_FAIL"):
     sys.exit(1)
 delim = next(a.split("=", 1)[1] for a in args if a.startswith("--delimiter="))
 fields = next(a.split("=", 1)[1] for a in args if a.startswith("--format=")).split(",")
-assert fields == ["JobID", "User", "State", "Elapsed", "AdminComment", "JobName"], fields
+assert fields in (["JobID", "User", "State", "Elapsed", "AdminComment", "JobName"], ["AdminComment"]), fields
 
 rows = [
     ["100", "alice", "COMPLETED", "00:10:00",
@@ -28,5 +28,13 @@ rows = [
     ["102", "bob", "FAILED", "00:02:00",
      "stallscope/1 FAIL_RISK conf=0.90 top=gpu_xid:79 gpus=8 dur=120 node=n%1B[2J", "\x1b[31mred\x1b[0m"],
 ]
+# A job whose verdict file lies in FAKE_SACCT_JOB_DIR (for `compare JOBID`).
+if os.environ.get("FAKE_SACCT_JOB_DIR"):
+    rows.append(["103", "alice", "COMPLETED", "00:05:00",
+                 "JS1:other-tool stallscope/1 FAIL_RISK conf=0.94 top=fabric_packet_loss gpus=32 dur=290 "
+                 "node=gpu-node-02 file=" + os.environ["FAKE_SACCT_JOB_DIR"] + "/verdict.0.gpu-node-02.json",
+                 "llama"])
+only = [a.split("=", 1)[1] for a in args if a.startswith("--jobs=")]
 for r in rows:
-    sys.stdout.write(delim.join(r) + "\n")
+    if not only or r[0] in only[0].split(","):
+        sys.stdout.write(delim.join(r[: len(fields)] if len(fields) == 6 else [r[4]]) + "\n")

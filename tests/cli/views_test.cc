@@ -129,9 +129,17 @@ TEST_CASE("compare of a job with itself finds no difference; a multi-node job ag
 }
 
 TEST_CASE("compare resolves a job id through the AdminComment's verdict file") {
-    // fake_sacct.py knows job 100 only by its segment; a segment without file= cannot be resolved.
+    // Job 103's AdminComment names a verdict file in the fixture job's directory.
     const std::string sacct = std::string(STALLSCOPE_SOURCE_DIR) + "/tests/cli/fake_sacct.py";
+    const auto ok = run_process(
+        {STALLSCOPE_EXE, "compare", kScenarios + "healthy_baseline.jsonl", "103", "--sacct", sacct, "--json"},
+        {"FAKE_SACCT_JOB_DIR=" + kJobDir});
+    REQUIRE_MESSAGE(ok.exit_code == 0, ok.err);
+    CHECK(Json::parse(ok.out)["b"]["job_id"] == "4242");
+    CHECK(Json::parse(ok.out)["b"]["input"] == "103");
+    // Job 100's segment names no file: nothing to compare, said so.
     const auto r = run_process({STALLSCOPE_EXE, "compare", "100", kJobDir, "--sacct", sacct});
     CHECK(r.exit_code == 1);
     CHECK(r.err.find("job 100") != std::string::npos);
+    CHECK(r.err.find("names no verdict file") != std::string::npos);
 }
