@@ -126,6 +126,26 @@ void explain(Comparison& c) {
     c.evidence = "";
 }
 
+using GpuSeries = std::map<int, BucketedSeries> NodeSeries::*;
+constexpr std::pair<const char*, GpuSeries> kAlignedSeries[] = {
+    {"gpu_util_pct", &NodeSeries::gpu_util_pct},
+    {"gpu_sm_clock_mhz", &NodeSeries::gpu_sm_clock_mhz},
+    {"gpu_power_w", &NodeSeries::gpu_power_w}};
+
+// Per bucket: the mean over every GPU of every node; null where none had a sample.
+Json aligned_values(const JobSeries& s, GpuSeries member) {
+    Json v = Json::array();
+    for (std::size_t k = 0; k < s.buckets; ++k) {
+        double sum = 0;
+        int n = 0;
+        for (const auto& node : s.nodes)
+            for (const auto& [index, gpu] : node.*member)
+                if (std::isfinite(gpu.at(k))) sum += gpu.at(k), ++n;
+        v.push_back(n ? Json(std::round(sum / n * 10) / 10) : Json(nullptr));
+    }
+    return v;
+}
+
 }  // namespace
 
 double MetricDelta::relative() const {
@@ -197,21 +217,13 @@ Json comparison_json(const Comparison& c) {
     o["reasons_in_both"] = c.reasons_both;
     o["because"] = c.because;
     o["evidence"] = c.evidence;
-    // The job-mean GPU utilization of both, on the same relative time axis (NaN buckets as null).
-    auto aligned = [](const JobSeries& s) {
-        Json v = Json::array();
-        for (std::size_t k = 0; k < s.buckets; ++k) {
-            double sum = 0;
-            int n = 0;
-            for (const auto& node : s.nodes)
-                if (std::isfinite(node.mean_gpu_util_pct.at(k))) sum += node.mean_gpu_util_pct.at(k), ++n;
-            v.push_back(n ? Json(std::round(sum / n * 10) / 10) : Json(nullptr));
-        }
-        return v;
-    };
-    o["aligned"] = Json{{"bucket_seconds", c.a.series.bucket_seconds},
-                        {"gpu_util_pct_a", aligned(c.a.series)},
-                        {"gpu_util_pct_b", aligned(c.b.series)}};
+    // Job means of both over the same relative time axis (buckets without a sample are null).
+    Json aligned{{"bucket_seconds", c.a.series.bucket_seconds}};
+    for (const auto& [name, series] : kAlignedSeries) {
+        aligned[std::string(name) + "_a"] = aligned_values(c.a.series, series);
+        aligned[std::string(name) + "_b"] = aligned_values(c.b.series, series);
+    }
+    o["aligned"] = std::move(aligned);
     return o;
 }
 
@@ -268,19 +280,30 @@ std::string comparison_html(const Comparison& c) {
     }
     body += "<h2>Metrics</h2>" + svg::table("compare-table", {"metric", "unit", "A", "B", "B - A", ""}, rows);
     const Json j = comparison_json(c);
-    std::vector<svg::Line> lines;
-    for (const char* side : {"gpu_util_pct_a", "gpu_util_pct_b"}) {
-        svg::Line l{
-            side[13] == 'a' ? "A " + c.a.report.job_id : "B " + c.b.report.job_id, {}, side[13] == 'b'};
-        for (const auto& v : j["aligned"][side]) l.values.push_back(v.is_null() ? NAN : v.get<double>());
-        const std::size_t longest = std::max(c.a.series.buckets, c.b.series.buckets);
-        l.values.resize(longest, NAN);
-        lines.push_back(std::move(l));
-    }
     const double seconds =
         c.a.series.bucket_seconds * static_cast<double>(std::max(c.a.series.buckets, c.b.series.buckets));
-    body += "<h2>Aligned by step start</h2>" +
-            svg::line_chart("compare-util", "Mean GPU utilization, A and B", {seconds, "%", 100}, lines);
+    body += "<h2>Aligned by step start</h2>";
+    const std::pair<const char*, const char*> charts[] = {{"gpu_util_pct", "Mean GPU utilization"},
+                                                          {"gpu_sm_clock_mhz", "Mean SM clock"},
+                                                          {"gpu_power_w", "Mean GPU power"}};
+    for (const auto& [key, title] : charts) {
+        std::vector<svg::Line> lines;
+        for (const char side : {'a', 'b'}) {
+            svg::Line l{side == 'a' ? "A " + c.a.report.job_id : "B " + c.b.report.job_id, {}, side == 'b'};
+            for (const auto& v : j["aligned"][std::string(key) + "_" + side])
+                l.values.push_back(v.is_null() ? NAN : v.get<double>());
+            l.values.resize(std::max(c.a.series.buckets, c.b.series.buckets), NAN);
+            lines.push_back(std::move(l));
+        }
+        const std::string unit = std::string(key).substr(std::string(key).rfind('_') + 1);
+        body += svg::line_chart(std::string("compare-") + key, std::string(title) + ", A and B",
+                                {seconds,
+                                 unit == "pct"   ? "%"
+                                 : unit == "mhz" ? "MHz"
+                                                 : "W",
+                                 unit == "pct" ? 100.0 : 0.0},
+                                lines);
+    }
     auto list = [](const std::vector<std::string>& codes) {
         std::string out;
         for (const auto& code : codes) out += (out.empty() ? "" : ", ") + svg::escape(code);

@@ -105,6 +105,7 @@ TEST_CASE("compare names the reason only B has, with evidence, in text, JSON and
         if (m["key"] == "gpu_sm_clock_mhz") sm_clock_fell = m["delta"].get<double>() < 0;
     CHECK(sm_clock_fell);
     CHECK(j["aligned"]["gpu_util_pct_a"].size() == j["aligned"]["gpu_util_pct_b"].size());
+    CHECK(j["aligned"]["gpu_sm_clock_mhz_b"].size() == j["aligned"]["gpu_sm_clock_mhz_a"].size());
     const std::string page = slurp(html);
     CHECK(page.find("id=because><b>B is slower because gpu_thermal_throttle") != std::string::npos);
     CHECK(embedded_json(page, "compare-json") == j);

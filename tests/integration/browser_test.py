@@ -4,7 +4,10 @@ job and `stallscope compare` on two scenario timelines must load without console
 script, draw every chart (non-white pixels inside each plot area of a screenshot, with an empty-area
 control measured in the same run), and show the numbers of `report --json` in their tables.
 
-usage: browser_test.py STALLSCOPE SOURCE_DIR OUT_DIR
+A recording made on this machine by `stallscope record` (real host, network and PSI data; GPUs from the
+fake NVML when FAKE_NVML is given) goes through the same checks.
+
+usage: browser_test.py STALLSCOPE SOURCE_DIR OUT_DIR [FAKE_NVML]
 Exit 77 (skipped) without chromium or python3-pil. STALLSCOPE_UPDATE_SCREENSHOTS=1 copies the
 screenshots to doc/screenshots/ (the README's pictures)."""
 import html.parser
@@ -124,10 +127,11 @@ def check_charts(dom, image, name, expected):
 
 
 def main():
-    if len(sys.argv) != 4:
+    if len(sys.argv) not in (4, 5):
         print(__doc__)
         return 2
-    exe, source, out = sys.argv[1:]
+    exe, source, out = sys.argv[1:4]
+    fake_nvml = sys.argv[4] if len(sys.argv) == 5 else None
     if not shutil.which("chromium"):
         print("SKIP: no chromium (apt-get install chromium)")
         return 77
@@ -197,14 +201,31 @@ def main():
     util = next(m for m in cjson["metrics"] if m["key"] == "gpu_sm_clock_mhz")
     if abs(float(rows["GPU SM clock"][3]) - util["b"]) > 0.005:
         fail("compare table SM clock %s vs --json %s" % (rows["GPU SM clock"], util))
-    check_charts(cdom, screenshot(cpage, os.path.join(out, "compare.png")), "compare", ["compare-util"])
+    check_charts(cdom, screenshot(cpage, os.path.join(out, "compare.png")), "compare",
+                 ["compare-gpu_util_pct", "compare-gpu_sm_clock_mhz", "compare-gpu_power_w"])
+
+    # 4. A real recording of this machine (20 samples at 0.2 s).
+    rec = os.path.join(out, "recording")
+    shutil.rmtree(rec, ignore_errors=True)
+    env = dict(os.environ)
+    charts = ["reasons-chart"]
+    if fake_nvml:
+        env.update(STALLSCOPE_NVML_LIBRARY=fake_nvml,
+                   STALLSCOPE_FAKE_NVML_FIXTURE=os.path.join(source, "fixtures/nodes/dgx-h100/nvml.json"))
+        charts += ["gpu-util", "gpu-power"]
+    subprocess.run([exe, "record", "--out-dir", rec, "--interval-seconds", "0.2", "--count", "20"], check=True,
+                   env=env, timeout=60, stderr=subprocess.DEVNULL)
+    rpage = os.path.join(out, "recording.html")
+    subprocess.run([exe, "html", rec, "-o", rpage], check=True)
+    rdom = load(rpage)
+    check_charts(rdom, screenshot(rpage, os.path.join(out, "recording.png")), "recording", charts)
 
     if os.environ.get("STALLSCOPE_UPDATE_SCREENSHOTS"):
         from PIL import Image
         for name in ("html-report.png", "compare.png"):  # the top of each page: verdict and charts
             Image.open(os.path.join(out, name)).crop((0, 0, WINDOW[0], 1900)).save(
                 os.path.join(source, "doc/screenshots", name), optimize=True)
-    print("browser test passed in %.1f s (4 chromium runs)" % (time.monotonic() - started))
+    print("browser test passed in %.1f s (6 chromium runs)" % (time.monotonic() - started))
     return 0
 
 
