@@ -1,5 +1,8 @@
 #include "helper/output_sinks.h"
 
+#include <algorithm>
+#include <cstdint>
+
 #include "libstallscope/sinks/prometheus_textfile.h"
 #include "stallscope_config.h"
 #if STALLSCOPE_HAVE_CURL
@@ -21,6 +24,7 @@ struct OutputSinks::Impl {
     std::unique_ptr<PrometheusTextfile> textfile;
     bool remove_textfile = false;
     std::string textfile_problem, alerts_problem;  // the last reported, "" while working
+    std::uint64_t alerts_failed = 0, alerts_posted = 0;
 #if STALLSCOPE_HAVE_CURL
     std::unique_ptr<AlertmanagerSink> alerts;
 #endif
@@ -64,17 +68,27 @@ void OutputSinks::publish(const Snapshot& snapshot, const Profile& profile, cons
         impl_->alerts->update(snapshot, profile);
         // Posts run on the sink's thread: a failure shows up at a later sample (or at close()).
         const auto stats = impl_->alerts->stats();
-        warn_on_change(impl_->alerts_problem, stats.failed || stats.dropped
-                                                  ? "alertmanager " + impl_->alerts->url() +
-                                                        ": posts failing (last error: " +
-                                                        without_prefix(impl_->alerts->last_error()) + ")"
-                                                  : std::string());
+        // Failing while new posts fail; working again once one gets through.
+        std::string problem = impl_->alerts_problem;
+        if (stats.failed + stats.dropped > impl_->alerts_failed)
+            problem = "alertmanager " + impl_->alerts->url() +
+                      ": posts failing (last error: " + without_prefix(impl_->alerts->last_error()) + ")";
+        else if (stats.posted > impl_->alerts_posted)
+            problem.clear();
+        impl_->alerts_failed = stats.failed + stats.dropped, impl_->alerts_posted = stats.posted;
+        warn_on_change(impl_->alerts_problem, problem);
     }
 #endif
 }
 
 void OutputSinks::warn_on_change(std::string& last, const std::string& message) {
-    if (message != last && !message.empty()) warnings_.push_back(message);
+    // "after 3 ms" and "after 4 ms" are the same failure: numbers do not make a message new.
+    auto shape = [](std::string text) {
+        text.erase(std::remove_if(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; }),
+                   text.end());
+        return text;
+    };
+    if (!message.empty() && shape(message) != shape(last)) warnings_.push_back(message);
     last = message;
 }
 

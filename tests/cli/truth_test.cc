@@ -146,6 +146,17 @@ TEST_CASE("an Alertmanager nobody listens on is reported, not swallowed") {
     CHECK(in_warnings);
 }
 
+TEST_CASE("periodic: a failing Alertmanager is reported once while it keeps failing, then summed up") {
+    auto env = node_env("dgx-h100");
+    env[5] = "STALLSCOPE_FAKE_NVML_FIXTURE=" + std::string(STALLSCOPE_FIXTURES_DIR) + "/nvml/throttled.json";
+    const auto r = run_process({STALLSCOPE_EXE, "--interval-seconds", "0.3", "--count", "8", "--json",
+                                "--alert-webhook-url", "http://127.0.0.1:9/"},
+                               env, 60);
+    CHECK(r.exit_code == 1);
+    CHECK(count_of(r.err, "posts failing") == 1);
+    CHECK(count_of(r.err, "posts failed,") == 1);  // the summary at exit
+}
+
 TEST_CASE("a job adopted from another process's environment is named as such") {
     const std::string proc = make_temp_dir("views-proc");
     ::mkdir((proc + "/4242").c_str(), 0755);
