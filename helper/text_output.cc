@@ -33,12 +33,15 @@ std::string profile_text(const Snapshot& s, const Profile& p, const ProfileTextO
                   options.timestamp ? format_rfc3339(s.time).c_str() : "", options.timestamp ? "  " : "",
                   s.host.c_str(), p.label.c_str(), p.confidence, p.bottleneck_hint.c_str());
     std::string out = head;
-    if (s.context.scheduler != "none")
-        out += "  job " + s.context.job_id + " step " + s.context.step_id + " (" + s.context.scheduler +
-               (options.context_detected
-                    ? ", detected from another process's environment: this shell is not part of the job"
-                    : "") +
-               ")\n";
+    if (s.context.scheduler != "none") {
+        out += "  job " + s.context.job_id + " step " + s.context.step_id + " (" + s.context.scheduler;
+        if (options.detected_from_pid > 0)
+            out += ", detected from pid " + std::to_string(options.detected_from_pid) +
+                   ": this shell is not part of the job";
+        else if (options.detected_from_pid == 0)
+            out += ", detected from another process's environment: this shell is not part of the job";
+        out += ")\n";
+    }
     out += "  " + std::to_string(s.gpus.size()) + " GPUs, " + std::to_string(s.rdma.size()) +
            " RDMA ports, " + std::to_string(s.interfaces.size()) + " interfaces\n";
     if (!p.unknown_reason.empty()) out += "  unknown: " + p.unknown_reason + "\n";

@@ -14,7 +14,8 @@ struct ProfileTextOptions {
     // The warnings to print instead of the snapshot's own (periodic output prints each warning once,
     // then only when the set changes); nullptr: all of the snapshot's.
     const std::vector<std::string>* warnings = nullptr;
-    bool context_detected = false;  // the job context came from another process's environment
+    // >= 0: the job context came from another process's environment (that process's pid, 0 if gone).
+    long detected_from_pid = -1;
 };
 
 std::string profile_text(const Snapshot& snapshot, const Profile& profile,

@@ -165,12 +165,14 @@ TEST_CASE("a job adopted from another process's environment is named as such") {
     env.front() = "STALLSCOPE_PROCFS_ROOT=" + proc;  // a /proc with one process: a job step's
     const auto text = run_process({STALLSCOPE_EXE}, env);
     CHECK(text.exit_code == 0);
-    CHECK(text.out.find("job 4242 step 0 (slurm, detected from another process's environment") !=
-          std::string::npos);
+    CHECK(
+        text.out.find("job 4242 step 0 (slurm, detected from pid 4242: this shell is not part of the job)") !=
+        std::string::npos);
     const auto json = run_process({STALLSCOPE_EXE, "--json"}, env);
     const Json j = Json::parse(json.out);
     CHECK(j["context"]["job_id"] == "4242");
     CHECK(j["context"]["detected_from"] == "another process's environment");
+    CHECK(j["context"]["detected_from_pid"] == 4242);
     for (auto& e : env)
         if (e == "SLURM_JOB_ID=") e = "SLURM_JOB_ID=4242";  // inside the job: nothing was detected
     CHECK(run_process({STALLSCOPE_EXE}, env).out.find("detected from") == std::string::npos);
