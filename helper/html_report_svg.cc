@@ -46,8 +46,10 @@ std::string time_axis(double seconds) {
         const double x = kLeft + kPlotW * t / seconds;
         out += "<line class=grid x1='" + fmt("%.1f", x) + "' x2='" + fmt("%.1f", x) + "' y1='" +
                fmt("%.0f", kTop) + "' y2='" + fmt("%.0f", kTop + kPlotH) + "'/>";
+        // The last label would cross the chart's right edge if centred on its tick.
         out += "<text class=tick x='" + fmt("%.1f", x) + "' y='" + fmt("%.0f", kHeight - 8) +
-               "' text-anchor=middle>" + clock_label(t) + "</text>";
+               "' text-anchor=" + (x > kWidth - kRight - 20 ? "end" : "middle") + ">" + clock_label(t) +
+               "</text>";
     }
     return out;
 }
