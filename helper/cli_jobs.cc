@@ -71,7 +71,7 @@ std::string printable(const std::string& s) {
 // sacct's silent fallback to the default window.
 void check_since(const std::string& since) {
     static const std::regex forms(
-        R"(\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2})?)?|\d{2}/\d{2}(/\d{2})?|\d{4}(\d{2})?|\d{2}:\d{2}(:\d{2})?)"
+        R"(\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2})?)?|\d{2}/\d{2}(/\d{2})?|\d{4}(\d{2})?|\d{2}:\d{2}(:\d{2})?([AaPp][Mm])?)"
         R"(|now([+-]\d+(seconds|minutes|hours|days|weeks)?)?|today|midnight|noon|elevenses|fika|teatime)");
     if (!std::regex_match(since, forms))
         throw UsageError("--since '" + since +
