@@ -17,6 +17,10 @@ packages=(
   iproute2
   # real Prometheus parts the sink tests talk to
   prometheus-node-exporter prometheus-alertmanager prometheus curl
+  # the HTML views in a real browser (tests/integration/browser_test.py)
+  chromium python3-pil
+  # the Debian package (dpkg-buildpackage -us -uc -b, tests/package)
+  debhelper dpkg-dev lintian
 )
 
 if [ "$(id -u)" -ne 0 ]; then

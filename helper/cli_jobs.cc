@@ -1,77 +1,143 @@
-// `stallscope jobs [--since TIME] [--user U] [--all-users] [--json]`: the verdicts of past jobs, read
-// from the job comment segment that the plugin writes (one sacct call, no load on slurmctld).
+// `stallscope jobs [--since TIME] [--user U] [--all-users] [--all] [--json]`: the verdicts of past jobs,
+// read from the AdminComment segment that the plugin writes as root (one sacct call, no load on
+// slurmctld). The user-writable Comment is never read: a user could forge a FAST there.
 #include <cstdio>
+#include <regex>
 #include <sstream>
 
 #include "helper/cli_args.h"
+#include "helper/sacct_command.h"
 #include "helper/subcommands.h"
 #include "libstallscope/model/snapshot_json.h"
-#include "libstallscope/sources/nvidia_smi/bounded_command.h"
 #include "libstallscope/timeline/job_comment.h"
 
 namespace stallscope::cli {
 namespace {
 
-std::vector<std::string> split(const std::string& line, char sep) {
+constexpr std::size_t kFields = 6;  // JobID, User, State, Elapsed, AdminComment, JobName (user text last)
+
+struct SacctRow {
+    std::vector<std::string> f;
+};
+
+std::vector<std::string> split(const std::string& line, const std::string& delimiter) {
     std::vector<std::string> out;
-    std::string field;
-    std::istringstream in(line);
-    while (std::getline(in, field, sep)) out.push_back(field);
-    if (!line.empty() && line.back() == sep) out.emplace_back();
+    std::size_t from = 0;
+    for (auto at = line.find(delimiter); at != std::string::npos; at = line.find(delimiter, from)) {
+        out.push_back(line.substr(from, at - from));
+        from = at + delimiter.size();
+    }
+    out.push_back(line.substr(from));
     return out;
+}
+
+// A JobName may hold newlines and '|': with a random delimiter and the name last, a line without the
+// delimiter continues the previous row's name, and no text in a name can start a row of its own.
+std::vector<SacctRow> parse_rows(const std::string& output, const std::string& delimiter, int& malformed) {
+    std::vector<SacctRow> rows;
+    std::istringstream in(output);
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.find(delimiter) == std::string::npos) {
+            if (!rows.empty()) rows.back().f.back() += "\n" + line;
+            continue;
+        }
+        auto fields = split(line, delimiter);
+        if (fields.size() != kFields) {
+            ++malformed;
+            continue;
+        }
+        rows.push_back({std::move(fields)});
+    }
+    return rows;
+}
+
+// Terminal-safe text: control bytes (ESC from a raw or %1B-encoded name, newlines, DEL) become \xHH.
+std::string printable(const std::string& s) {
+    std::string out;
+    for (const unsigned char c : s) {
+        if (c < 0x20 || c == 0x7f) {
+            char buf[8];
+            std::snprintf(buf, sizeof buf, "\\x%02X", c);
+            out += buf;
+        } else {
+            out += static_cast<char>(c);
+        }
+    }
+    return out;
+}
+
+// sacct's --starttime forms (sacct(1) "TIME FORMATS"); anything else is a usage error here instead of
+// sacct's silent fallback to the default window.
+void check_since(const std::string& since) {
+    static const std::regex forms(
+        R"(\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2})?)?|\d{2}/\d{2}(/\d{2})?|\d{4}(\d{2})?|\d{2}:\d{2}(:\d{2})?([AaPp][Mm])?)"
+        R"(|now([+-]\d+(seconds|minutes|hours|days|weeks)?)?|today|midnight|noon|elevenses|fika|teatime)");
+    if (!std::regex_match(since, forms))
+        throw UsageError("--since '" + since +
+                         "' is not a sacct time (YYYY-MM-DD[THH:MM[:SS]], HH:MM, now-2days, today, ...)");
 }
 
 }  // namespace
 
 int run_jobs(int argc, char** argv, int first) {
-    const ParsedArgs args = parse_args(argc, argv, first, {"since", "user", "sacct"}, {"json", "all-users"});
+    const ParsedArgs args =
+        parse_args(argc, argv, first, {"since", "user", "sacct"}, {"json", "all-users", "all"});
+    if (!args.positional.empty()) throw UsageError("unexpected argument '" + args.positional.front() + "'");
+    if (args.has("user") && args.has("all-users"))
+        throw UsageError("--user and --all-users exclude each other");
+    const std::string since = args.value("since").value_or("now-1days");
+    check_since(since);
+    const std::string delimiter = unguessable_delimiter();
     std::vector<std::string> cmd{args.value("sacct").value_or("sacct"),
                                  "--parsable2",
+                                 "--delimiter=" + delimiter,
                                  "--noheader",
                                  "--allocations",
-                                 "--format=JobID,User,JobName,State,Elapsed,AdminComment,Comment",
-                                 "--starttime=" + args.value("since").value_or("now-1days")};
+                                 "--format=JobID,User,State,Elapsed,AdminComment,JobName",
+                                 "--starttime=" + since};
     if (args.has("all-users")) cmd.push_back("--allusers");
     if (auto u = args.value("user")) cmd.push_back("--user=" + *u);
-    const CommandResult r = run_bounded_command(cmd, std::chrono::seconds(30), 64u << 20);
-    if (!r.ok()) {
-        std::fprintf(stderr, "stallscope: jobs: %s failed: %s\n", cmd[0].c_str(),
-                     r.error.empty() ? ("exit " + std::to_string(r.exit_status)).c_str() : r.error.c_str());
+    const SacctResult r = run_sacct(cmd, std::chrono::seconds(30));
+    if (!r.ok) {
+        std::fprintf(stderr, "stallscope: jobs: %s\n", printable(r.error).c_str());
         return 1;
     }
-    Json rows = Json::array();
-    std::istringstream lines(r.output);
-    std::string line;
-    if (!args.has("json"))
+    int malformed = 0;
+    const auto rows = parse_rows(r.out, delimiter, malformed);
+    if (malformed)
+        std::fprintf(stderr, "stallscope: jobs: %d sacct line(s) not understood, skipped\n", malformed);
+    const bool json = args.has("json"), all = args.has("all");
+    Json out = Json::array();
+    if (!json)
         std::printf("%-12s %-14s %-16s %-10s %-10s %-9s %5s  %s\n", "JOBID", "USER", "NAME", "STATE",
                     "ELAPSED", "VERDICT", "CONF", "TOP REASON");
-    while (std::getline(lines, line)) {
-        const auto f = split(line, '|');
-        if (f.size() < 7) continue;
-        // Our segment may be in AdminComment (default) or Comment (comment=user in plugstack.conf).
-        auto seg = parse_comment_segment(f[5]);
-        if (!seg) seg = parse_comment_segment(f[6]);
-        if (!seg) continue;
-        if (args.has("json")) {
-            rows.push_back(Json{{"job_id", f[0]},
-                                {"user", f[1]},
-                                {"job_name", f[2]},
-                                {"state", f[3]},
-                                {"elapsed", f[4]},
-                                {"label", seg->label},
-                                {"confidence", seg->confidence},
-                                {"top", seg->top},
-                                {"gpus", seg->gpus},
-                                {"duration_seconds", seg->duration_seconds},
-                                {"node", seg->node},
-                                {"verdict_file", seg->file}});
+    for (const auto& row : rows) {
+        const auto& f = row.f;
+        const auto seg = parse_comment_segment(f[4]);
+        if (!seg && !all) continue;
+        if (json) {
+            Json j{{"job_id", f[0]}, {"user", f[1]}, {"job_name", f[5]}, {"state", f[2]}, {"elapsed", f[3]}};
+            j["stallscope"] = seg.has_value();
+            j["label"] = seg ? Json(seg->label) : Json(nullptr);
+            if (seg) {
+                j["confidence"] = seg->confidence, j["top"] = seg->top, j["gpus"] = seg->gpus;
+                j["duration_seconds"] = seg->duration_seconds, j["node"] = seg->node,
+                j["verdict_file"] = seg->file;
+            }
+            out.push_back(std::move(j));  // nlohmann escapes control characters (\u001b)
+        } else if (seg) {
+            std::printf("%-12s %-14s %-16.16s %-10.10s %-10s %-9s %5.2f  %s\n", printable(f[0]).c_str(),
+                        printable(f[1]).c_str(), printable(f[5]).c_str(), printable(f[2]).c_str(),
+                        printable(f[3]).c_str(), printable(seg->label).c_str(), seg->confidence,
+                        printable(seg->top).c_str());
         } else {
-            std::printf("%-12s %-14s %-16.16s %-10.10s %-10s %-9s %5.2f  %s\n", f[0].c_str(), f[1].c_str(),
-                        f[2].c_str(), f[3].c_str(), f[4].c_str(), seg->label.c_str(), seg->confidence,
-                        seg->top.c_str());
+            std::printf("%-12s %-14s %-16.16s %-10.10s %-10s %-9s %5s  %s\n", printable(f[0]).c_str(),
+                        printable(f[1]).c_str(), printable(f[5]).c_str(), printable(f[2]).c_str(),
+                        printable(f[3]).c_str(), "-", "-", "(not recorded by stallscope)");
         }
     }
-    if (args.has("json")) std::printf("%s\n", rows.dump(2).c_str());
+    if (json) std::printf("%s\n", out.dump(2, ' ', false, Json::error_handler_t::replace).c_str());
     return 0;
 }
 

@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "helper/cli_args.h"
+#include "helper/html_report.h"
 #include "helper/job_report.h"
 #include "helper/subcommands.h"
 #include "libstallscope/util/atomic_file.h"
@@ -11,7 +12,7 @@ namespace stallscope::cli {
 namespace {
 
 constexpr const char* kReportHelp =
-    R"(usage: stallscope report DIR|FILE... [--json] [--all] [--node HOST] [--top N]
+    R"(usage: stallscope report DIR|FILE... [--json] [--all] [--node HOST] [--top N] [--html FILE]
 
 Merges a job's recordings into one verdict and prints what an admin reads first.
 DIR is a job's output directory (stallscope-<jobid>/): its verdict.<step>.<host>.json files are read
@@ -30,6 +31,7 @@ options:
   --node HOST  one node in full: its verdicts with every reason and evidence, per-GPU and per-port tables
   --all        every node row, every reason ungrouped, every GPU and port (long on big jobs)
   --top N      node rows in the default view (default 10)
+  --html FILE  also write the report as one self-contained HTML page (charts, sortable tables)
   --json       the full merged data (what summary.json holds)
 Values that were not measured print as '-', never 0.
 
@@ -42,7 +44,7 @@ examples:
 }  // namespace
 
 int run_report(int argc, char** argv, int first) {
-    const ParsedArgs args = parse_args(argc, argv, first, {"node", "top"}, {"json", "all", "help"});
+    const ParsedArgs args = parse_args(argc, argv, first, {"node", "top", "html"}, {"json", "all", "help"});
     if (args.has("help")) {
         std::fputs(kReportHelp, stdout);
         return 0;
@@ -59,6 +61,13 @@ int run_report(int argc, char** argv, int first) {
         for (const auto& w : report.warnings) std::fprintf(stderr, "stallscope: %s\n", printable(w).c_str());
         std::fprintf(stderr, "stallscope: report: no readable verdict or timeline\n");
         return 1;
+    }
+    if (auto html = args.value("html")) {
+        std::string error;
+        if (!write_html_report(report, args.positional, *html, error)) {
+            std::fprintf(stderr, "stallscope: report: %s\n", printable(error).c_str());
+            return 1;
+        }
     }
     if (args.has("json")) {
         std::printf("%s\n",

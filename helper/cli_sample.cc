@@ -1,6 +1,12 @@
 // `stallscope [--json]` and `stallscope --interval-seconds N [--count K] [--json]`: sample this node.
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <optional>
 #include <string>
 
@@ -14,8 +20,48 @@
 #include "libstallscope/rules/profiler.h"
 #include "libstallscope/sources/nccl/nccl_tests.h"
 #include "libstallscope/sources/sampler.h"
+#include "libstallscope/util/counter_file.h"
+#include "libstallscope/util/parse_number.h"
+#include "libstallscope/util/roots.h"
 
 namespace stallscope::cli {
+namespace {
+
+// The process whose environment named the job the sampler adopted (newest first, our uid, at most 256
+// looked at: the same rule as the context source), so the CLI can say "detected from pid N"; 0 if gone.
+long pid_naming_job(const std::string& procfs, const std::string& job_id) {
+    std::vector<long> pids;
+    if (DIR* dir = ::opendir(procfs.c_str())) {
+        for (std::size_t n = 0; const dirent* e = ::readdir(dir); ++n) {
+            if (n > 65536) break;
+            if (auto pid = parse_u64(e->d_name)) pids.push_back(static_cast<long>(*pid));
+        }
+        ::closedir(dir);
+    }
+    std::sort(pids.begin(), pids.end(), std::greater<>());
+    const std::string wanted = "SLURM_JOB_ID=" + job_id;
+    std::size_t examined = 0;
+    for (const long pid : pids) {
+        if (pid == ::getpid() || examined >= 256) continue;
+        const std::string dir = procfs + "/" + std::to_string(pid);
+        struct stat st {};
+        if (::stat(dir.c_str(), &st) != 0 || st.st_uid != ::geteuid()) continue;
+        ++examined;
+        std::string error;
+        const auto environ_text = read_text_file(dir + "/environ", error, 256 * 1024);
+        if (!environ_text) continue;
+        for (std::size_t at = environ_text->find(wanted); at != std::string::npos;
+             at = environ_text->find(wanted, at + 1)) {
+            const std::size_t end = at + wanted.size();
+            if ((at == 0 || (*environ_text)[at - 1] == '\0') &&
+                (end == environ_text->size() || (*environ_text)[end] == '\0'))
+                return pid;
+        }
+    }
+    return 0;
+}
+
+}  // namespace
 
 int run_sample(int argc, char** argv, int first) {
     const ParsedArgs args = parse_args(argc, argv, first,
@@ -35,7 +81,8 @@ int run_sample(int argc, char** argv, int first) {
     const double driver_timeout =
         args.has("driver-timeout") ? parse_seconds("driver-timeout", *args.value("driver-timeout"), 0.05, 600)
                                    : 5.0;
-    Sampler sampler = Sampler::for_node(roots_from_environment(), driver_timeout);
+    const Roots roots = roots_from_environment();
+    Sampler sampler = Sampler::for_node(roots, driver_timeout);
     install_stop_handlers();
     // --nccl-test: one bounded all_reduce_perf run before the first sample; its result rides on sample 1.
     if (args.has("nccl-test-args") && !args.has("nccl-test"))
@@ -47,6 +94,12 @@ int run_sample(int argc, char** argv, int first) {
                                 args.has("nccl-test-args") ? nccl::split_args(*args.value("nccl-test-args"))
                                                            : nccl::default_nccl_test_args(),
                                 std::chrono::minutes(5));
+
+    // The one-shot CLI run outside a job may adopt a job found in another process's environment: say so.
+    const char* own_job = std::getenv("SLURM_JOB_ID");
+    const bool own_job_context = own_job && *own_job;
+    std::vector<std::string> shown_warnings;  // periodic text: the set printed last
+    long detected_pid = -1;                   // -1: not looked for yet
 
     double next = monotonic_now();
     for (long n = 0; (count < 0 || n < count) && !stop_requested(); ++n) {
@@ -62,21 +115,49 @@ int run_sample(int argc, char** argv, int first) {
         const Profile profile = profiler.observe(std::move(sampled));  // kept by the profiler, not copied
         const Snapshot& snap = *profiler.last_sample();
         sinks.publish(snap, profile, profiler.last_rates());
+        // One-shot: wait (bounded) for the sinks, so that a failed post is in this output, not lost.
+        if (!periodic) sinks.close();
+        const std::vector<std::string> sink_warnings = sinks.take_new_warnings();
+        for (const auto& w : sink_warnings) std::fprintf(stderr, "stallscope: warning: %s\n", w.c_str());
+        const bool detected = snap.context.scheduler == "slurm" && !own_job_context;
+        if (detected && detected_pid < 0) detected_pid = pid_naming_job(roots.procfs, snap.context.job_id);
         if (json) {
             Json out = to_json(snap);
             if (const Rates* rates = profiler.last_rates()) out["rates"] = to_json(*rates);
             out["profile"] = to_json(profile);
+            for (const auto& w : sink_warnings) out["warnings"].push_back(w);
+            if (detected) {
+                out["context"]["detected_from"] = "another process's environment";
+                if (detected_pid > 0) out["context"]["detected_from_pid"] = detected_pid;
+            }
             // Periodic: exactly one single-line object per sample (machine-friendly); one-shot: indented.
             const std::string text = periodic ? out.dump() : out.dump(2);
             std::fwrite(text.data(), 1, text.size(), stdout);
             std::fputc('\n', stdout);
+        } else if (periodic) {
+            // Every sample gets its time; a warning is printed once, then again only when the set changes.
+            std::vector<std::string> current = snap.warnings;
+            current.insert(current.end(), sink_warnings.begin(), sink_warnings.end());
+            std::vector<std::string> fresh;
+            for (const auto& w : current)
+                if (std::find(shown_warnings.begin(), shown_warnings.end(), w) == shown_warnings.end())
+                    fresh.push_back(w);
+            shown_warnings = snap.warnings;
+            std::fputs(profile_text(snap, profile, {true, &fresh, detected ? detected_pid : -1}).c_str(),
+                       stdout);
         } else {
-            std::fputs(profile_text(snap, profile).c_str(), stdout);
+            std::vector<std::string> all = snap.warnings;
+            all.insert(all.end(), sink_warnings.begin(), sink_warnings.end());
+            std::fputs(profile_text(snap, profile, {false, &all, detected ? detected_pid : -1}).c_str(),
+                       stdout);
         }
         std::fflush(stdout);
     }
     sinks.close();
-    return 0;
+    for (const auto& w : sinks.take_new_warnings())
+        std::fprintf(stderr, "stallscope: warning: %s\n", w.c_str());
+    // An output the user asked for that could not be written is a failure of the run (exit 1).
+    return sinks.warnings().empty() ? 0 : 1;
 }
 
 }  // namespace stallscope::cli

@@ -1,10 +1,15 @@
 // stallscope: the per-step helper (`record`, started by the SPANK plugin) and the user/admin CLI.
+#include <sys/stat.h>
+
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <stdexcept>
 #include <string>
 
 #include "helper/cli_args.h"
+#include "helper/replay_timeline.h"
 #include "helper/subcommands.h"
 #include "stallscope_config.h"
 
@@ -28,15 +33,23 @@ Usage:
                                               report its busbw, #wrong and exit reason with sample 1
   stallscope record --out-dir DIR [--interval-seconds N] [--lock-file F] [--liveness-fd FD]
                     [--driver-timeout S] [--prometheus-textfile PATH] [--alert-webhook-url URL] [--rules FILE]
+                    [--timeline-format 1|2] [--job-writer [--merge-wait-seconds S]]
                                               the per-step helper; the Slurm plugin starts it for
                                               `srun --stallscope=N`. Writes timeline.<step>.<host>.jsonl and,
                                               on SIGTERM, verdict.<step>.<host>.json into DIR
-  stallscope replay TIMELINE... [--rules FILE] [--json]
+  stallscope replay TIMELINE|DIR|-... [--rules FILE] [--json] [--jobs N]
                                               re-profile recorded timelines (same thresholds -> same verdict)
-  stallscope report DIR|TIMELINE... [--json]  what an admin reads first: verdict, per-node/GPU/port tables
+  stallscope export TIMELINE|-                a timeline (v1 or v2) as v1 JSON lines, every sample whole
+  stallscope report DIR|TIMELINE... [--json] [--all] [--node HOST] [--top N] [--html FILE]
+                                              what an admin reads first: verdict, grouped reasons,
+                                              stragglers, per-node/GPU/port tables
   stallscope summarize DIR                    merge every verdict/timeline in DIR into summary.json + .txt
-  stallscope jobs [--since TIME] [--user U | --all-users] [--json]
-                                              verdicts of past jobs from one `sacct` call (job comments)
+  stallscope jobs [--since TIME] [--user U | --all-users] [--all] [--json]
+                                              verdicts of past jobs from one `sacct` call (AdminComment)
+  stallscope html DIR|TIMELINE... -o FILE     the report as one self-contained HTML page with charts
+  stallscope compare A B [--json] [--html FILE]
+                                              why is B slower than A? (timelines, job dirs or job ids)
+  stallscope COMMAND --help                   options and defaults of one command
   stallscope --version | --help
 
 Labels: FAST (nothing wrong found), SLOW (something costs speed: congestion, throttling, idle GPUs),
@@ -57,9 +70,129 @@ Environment (read by the CLI and the helper, never by root-run plugin code):
   STALLSCOPE_NCCL_LOGS        comma-separated NCCL/PyTorch log paths or globs to scan (plus
                               NCCL_DEBUG_FILE with %h/%p expanded)
 
-Exit status: 0 success whatever the label, 2 usage error, 1 internal failure.
+Exit status: 0 success whatever the label, 2 usage error, 1 failure (an input that cannot be read, an
+output that cannot be written, sacct failing). `stallscope COMMAND --help` lists a command's options.
 Bad or missing counters are warnings in the output, never an error.
 )";
+
+struct SubcommandHelp {
+    const char* name;
+    const char* text;
+};
+
+// `stallscope X --help`: answered before X parses anything, so no subcommand can run by accident.
+constexpr SubcommandHelp kSubcommandHelp[] = {
+    {"record", R"(Usage: stallscope record --out-dir DIR [options]
+The per-step helper; the Slurm plugin starts it for `srun --stallscope=N`. Writes
+timeline.<step>.<host>.jsonl and, on SIGTERM, verdict.<step>.<host>.json into DIR.
+
+  --out-dir DIR                 output directory (required; falls back to a private directory when unwritable)
+  --interval-seconds N          sampling interval (default 30, minimum 0.01)
+  --count K                     stop after K samples (default: until SIGTERM)
+  --lock-file F                 one helper per node per job, for manual runs (the plugin holds the lock)
+  --liveness-fd FD              write the compact verdict segment to this descriptor (>= 3)
+  --driver-timeout S            deadline for one NVML call (default 5)
+  --prometheus-textfile PATH    also write Prometheus metrics to PATH (at most every 10 s)
+  --alert-webhook-url URL       also POST Alertmanager v2 alerts
+  --rules FILE                  thresholds file (default: built-in thresholds)
+  --timeline-format 1|2         1 (default): timeline.<step>.<host>.jsonl, every sample whole;
+                                2: timeline.<step>.<host>.jsonl.zst, header once, then only what changed,
+                                zstd with a flush per sample (`stallscope export FILE` or `zstdcat | jq`)
+  --job-writer                  merge the job dir at stop (summary.json) and print the job's segment
+  --merge-wait-seconds S        with --job-writer: wait up to S for the other nodes' verdicts (default 5)
+)"},
+    {"replay", R"(Usage: stallscope replay TIMELINE|DIR|-... [--rules FILE] [--json] [--jobs N]
+Re-profile recorded timelines: the same thresholds give the same verdict as the live helper.
+
+  --rules FILE   thresholds to use instead of those recorded in the timeline header
+  --json         one JSON object per timeline (verdict, matches_recorded, replay_warnings)
+  --jobs N       timelines replayed in parallel (default: the number of cores); `-` reads stdin
+Exit status: 0 when every timeline was read, 1 when one could not be, 2 usage error.
+)"},
+    {"report",
+     R"(Usage: stallscope report DIR|TIMELINE... [--json] [--all] [--node HOST] [--top N] [--html FILE]
+What an admin reads first: the job verdict, reasons grouped across nodes (root cause first), every
+straggler node, the distribution of per-node GPU utilization and the worst nodes; fits a screen at any
+job size. DIR is a stallscope-<jobid> output directory: its verdict.*.json files are merged (a timeline
+is replayed only for a node whose verdict is missing, named recording_incomplete).
+
+  --json         the full report as JSON (schema stallscope.summary/1)
+  --all          every node, GPU and port row
+  --node HOST    full detail of one node
+  --top N        worst nodes listed (default 10)
+  --html FILE    also write the report as one self-contained HTML page
+See also `stallscope html` for the same report as one self-contained HTML page with charts.
+Exit status: 0 report written, 1 no readable timeline, 2 usage error.
+)"},
+    {"export", R"(Usage: stallscope export TIMELINE|-
+A timeline of either format (v1 .jsonl or v2 .jsonl.zst) as v1 JSON lines on stdout, every sample whole;
+replaying the output gives the same verdict. (`zstdcat FILE | jq` shows v2's change records as they are.)
+Exit status: 0 written, 1 not a stallscope timeline or unreadable, 2 usage error.
+)"},
+    {"summarize", R"(Usage: stallscope summarize DIR
+Run by the epilog as the job user: merges every timeline in DIR into DIR/summary.json and
+DIR/summary.txt. A directory without timelines (step too short) is a note, not an error.
+Exit status: 0 written or nothing to summarize, 1 DIR missing or not writable, 2 usage error.
+)"},
+    {"jobs", R"(Usage: stallscope jobs [--since TIME] [--user U | --all-users] [--all] [--json] [--sacct PATH]
+Verdicts of past jobs from one `sacct` call: the stallscope segment of each job's AdminComment
+(written by the plugin as root; the user-writable Comment is never trusted).
+
+  --since TIME   sacct start time (default now-1days): YYYY-MM-DD[THH:MM[:SS]], now[-N{minutes,hours,days,weeks}],
+                 today, midnight, ...
+  --user U       jobs of user U (default: your own)
+  --all-users    jobs of every user (needs operator rights in slurmdbd)
+  --all          also list jobs without a stallscope segment (VERDICT shows "-")
+  --json         a JSON array instead of the table
+  --sacct PATH   the sacct binary (default sacct on PATH)
+Exit status: 0 listed, 1 sacct failed (its own message is shown), 2 usage error.
+)"},
+    {"html", R"(Usage: stallscope html DIR|TIMELINE... -o FILE
+The job report as one self-contained HTML page (no network needed to view it): verdict, reasons on a
+time axis, per-GPU utilization and power over time, per-port fabric rates, node x time heatmap for
+multi-node jobs with the straggler/worst node marked, sortable tables.
+
+  -o, --output FILE   where to write the page (required; written atomically)
+Exit status: 0 written, 1 no readable timeline or FILE not writable, 2 usage error.
+)"},
+    {"compare", R"(Usage: stallscope compare A B [--json] [--html FILE]
+Compare two jobs (yesterday's fast run A with today's slow run B). A and B are each a timeline, a
+stallscope-<jobid> directory, or a job id (its directory is found via sacct's WorkDir and StdOut).
+Both are aligned by step start; per-metric deltas (GPU util/SM/power, fabric rates, host pressure),
+reasons present in one and not the other, and one line "B is slower because ..." with its evidence.
+
+  --json        the comparison as JSON (schema stallscope.compare/1)
+  --html FILE   also write the comparison as a self-contained HTML page
+  --sacct PATH  the sacct binary used to resolve job ids (default sacct on PATH)
+Exit status: 0 compared, 1 an input has no readable timeline, 2 usage error.
+)"},
+};
+
+const char* subcommand_help(const std::string& name) {
+    for (const auto& h : kSubcommandHelp)
+        if (name == h.name) return h.text;
+    return nullptr;
+}
+
+// `X --help` / `X -h` anywhere before a `--`.
+bool asks_for_help(int argc, char** argv, int first) {
+    for (int i = first; i < argc; ++i) {
+        const std::string arg = argv[i];
+        if (arg == "--") return false;
+        if (arg == "--help" || arg == "-h") return true;
+    }
+    return false;
+}
+
+// summarize is run by the epilog; a missing DIR must be an error there, not a silent "nothing recorded".
+void check_summarize_dir(int argc, char** argv) {
+    if (argc != 3 || argv[2][0] == '-') return;  // the subcommand reports usage errors itself
+    struct stat st {};
+    if (::stat(argv[2], &st) != 0)
+        throw std::runtime_error(std::string("summarize: ") + argv[2] + ": " + std::strerror(errno));
+    if (!S_ISDIR(st.st_mode))
+        throw std::runtime_error(std::string("summarize: ") + argv[2] + ": not a directory");
+}
 
 }  // namespace
 
@@ -68,7 +201,8 @@ int main(int argc, char** argv) {
     try {
         if (argc >= 2) {
             const std::string first = argv[1];
-            if (first == "--help" || first == "-h" || first == "help") {
+            // `stallscope --json --help` too: the sampling options are the main help.
+            if (first == "help" || (first[0] == '-' && asks_for_help(argc, argv, 1))) {
                 std::fputs(kHelp, stdout);
                 return 0;
             }
@@ -76,10 +210,20 @@ int main(int argc, char** argv) {
                 std::printf("stallscope %s\n", STALLSCOPE_VERSION);
                 return 0;
             }
+            if (const char* help = subcommand_help(first); help && asks_for_help(argc, argv, 2)) {
+                std::fputs(help, stdout);
+                return 0;
+            }
             if (first == "record") return run_record(argc, argv, 2);
             if (first == "replay") return run_replay(argc, argv, 2);
+            if (first == "export") return run_export(argc, argv, 2);
             if (first == "report") return run_report(argc, argv, 2);
-            if (first == "summarize") return run_summarize(argc, argv, 2);
+            if (first == "summarize") {
+                check_summarize_dir(argc, argv);
+                return run_summarize(argc, argv, 2);
+            }
+            if (first == "html") return run_html(argc, argv, 2);
+            if (first == "compare") return run_compare(argc, argv, 2);
             if (first == "jobs") return run_jobs(argc, argv, 2);
             if (first[0] != '-') throw UsageError("unknown command '" + first + "'");
         }
@@ -87,6 +231,9 @@ int main(int argc, char** argv) {
     } catch (const UsageError& e) {
         std::fprintf(stderr, "stallscope: %s (see 'stallscope --help')\n", e.what());
         return 2;
+    } catch (const std::runtime_error& e) {
+        std::fprintf(stderr, "stallscope: %s\n", e.what());
+        return 1;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "stallscope: internal error: %s\n", e.what());
         return 1;

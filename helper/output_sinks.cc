@@ -1,5 +1,8 @@
 #include "helper/output_sinks.h"
 
+#include <algorithm>
+#include <cstdint>
+
 #include "libstallscope/sinks/prometheus_textfile.h"
 #include "stallscope_config.h"
 #if STALLSCOPE_HAVE_CURL
@@ -7,11 +10,21 @@
 #endif
 
 namespace stallscope::cli {
+namespace {
+
+// The sinks' messages carry their own "stallscope: " prefix; ours are printed behind one already.
+std::string without_prefix(std::string message) {
+    if (message.rfind("stallscope: ", 0) == 0) message.erase(0, 12);
+    return message;
+}
+
+}  // namespace
 
 struct OutputSinks::Impl {
     std::unique_ptr<PrometheusTextfile> textfile;
     bool remove_textfile = false;
-    bool textfile_failing = false;
+    std::string textfile_problem, alerts_problem;  // the last reported, "" while working
+    std::uint64_t alerts_failed = 0, alerts_posted = 0;
 #if STALLSCOPE_HAVE_CURL
     std::unique_ptr<AlertmanagerSink> alerts;
 #endif
@@ -32,7 +45,7 @@ OutputSinks::OutputSinks(const ParsedArgs& args, bool remove_textfile_at_exit)
 #if STALLSCOPE_HAVE_CURL
         std::string error;
         impl_->alerts = AlertmanagerSink::create(*url, Labels{}, AlertmanagerOptions{}, error);
-        if (!impl_->alerts) throw UsageError("--alert-webhook-url: " + error);
+        if (!impl_->alerts) throw UsageError("--alert-webhook-url: " + without_prefix(error));
 #else
         throw UsageError("--alert-webhook-url: this build has no libcurl");
 #endif
@@ -47,13 +60,43 @@ void OutputSinks::publish(const Snapshot& snapshot, const Profile& profile, cons
     if (impl_->textfile) {
         std::string error;
         const bool ok = impl_->textfile->write(snapshot, profile, rates, error);
-        // Warn once per failure streak, not once per sample.
-        if (!ok && !impl_->textfile_failing) warnings_.push_back("prometheus textfile: " + error);
-        impl_->textfile_failing = !ok;
+        warn_on_change(impl_->textfile_problem,
+                       ok ? std::string() : "prometheus textfile " + impl_->textfile->path() + ": " + error);
     }
 #if STALLSCOPE_HAVE_CURL
-    if (impl_->alerts) impl_->alerts->update(snapshot, profile);
+    if (impl_->alerts) {
+        impl_->alerts->update(snapshot, profile);
+        // Posts run on the sink's thread: a failure shows up at a later sample (or at close()).
+        const auto stats = impl_->alerts->stats();
+        // Failing while new posts fail; working again once one gets through.
+        std::string problem = impl_->alerts_problem;
+        if (stats.failed + stats.dropped > impl_->alerts_failed)
+            problem = "alertmanager " + impl_->alerts->url() +
+                      ": posts failing (last error: " + without_prefix(impl_->alerts->last_error()) + ")";
+        else if (stats.posted > impl_->alerts_posted)
+            problem.clear();
+        impl_->alerts_failed = stats.failed + stats.dropped, impl_->alerts_posted = stats.posted;
+        warn_on_change(impl_->alerts_problem, problem);
+    }
 #endif
+}
+
+void OutputSinks::warn_on_change(std::string& last, const std::string& message) {
+    // "after 3 ms" and "after 4 ms" are the same failure: numbers do not make a message new.
+    auto shape = [](std::string text) {
+        text.erase(std::remove_if(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; }),
+                   text.end());
+        return text;
+    };
+    if (!message.empty() && shape(message) != shape(last)) warnings_.push_back(message);
+    last = message;
+}
+
+std::vector<std::string> OutputSinks::take_new_warnings() {
+    std::vector<std::string> out(warnings_.begin() + static_cast<std::ptrdiff_t>(handed_out_),
+                                 warnings_.end());
+    handed_out_ = warnings_.size();
+    return out;
 }
 
 void OutputSinks::close() {
@@ -65,9 +108,9 @@ void OutputSinks::close() {
         impl_->alerts->close();
         const auto stats = impl_->alerts->stats();
         if (stats.failed || stats.dropped)
-            warnings_.push_back("alertmanager: " + std::to_string(stats.failed) + " posts failed, " +
-                                std::to_string(stats.dropped) +
-                                " dropped (last error: " + impl_->alerts->last_error() + ")");
+            warnings_.push_back("alertmanager " + impl_->alerts->url() + ": " + std::to_string(stats.failed) +
+                                " posts failed, " + std::to_string(stats.dropped) +
+                                " dropped (last error: " + without_prefix(impl_->alerts->last_error()) + ")");
         impl_->alerts.reset();
     }
 #endif

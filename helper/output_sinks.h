@@ -20,12 +20,18 @@ class OutputSinks {
     void publish(const Snapshot& snapshot, const Profile& profile, const Rates* rates);
     // Resolves active alerts (bounded wait) and removes the textfile if asked to.
     void close();
+    // Every problem so far (the helper's verdict lists them).
     const std::vector<std::string>& warnings() const { return warnings_; }
+    // Problems not handed out yet: each failure once, then again only when its message changes.
+    std::vector<std::string> take_new_warnings();
 
   private:
     struct Impl;
+    void warn_on_change(std::string& last, const std::string& message);
+
     std::unique_ptr<Impl> impl_;
     std::vector<std::string> warnings_;
+    std::size_t handed_out_ = 0;
 };
 
 }  // namespace stallscope::cli

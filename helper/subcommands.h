@@ -9,5 +9,7 @@ int run_replay(int argc, char** argv, int first);     // stallscope replay TIMEL
 int run_report(int argc, char** argv, int first);     // stallscope report DIR|TIMELINE...
 int run_summarize(int argc, char** argv, int first);  // stallscope summarize DIR (epilog)
 int run_jobs(int argc, char** argv, int first);       // stallscope jobs (verdicts from sacct)
+int run_html(int argc, char** argv, int first);       // stallscope html DIR|TIMELINE... -o FILE
+int run_compare(int argc, char** argv, int first);    // stallscope compare A B
 
 }  // namespace stallscope::cli

@@ -27,14 +27,21 @@ std::string evidence_text(const Evidence& evidence) {
     return out;
 }
 
-std::string profile_text(const Snapshot& s, const Profile& p) {
-    char head[256];
-    std::snprintf(head, sizeof head, "%s  %s  (confidence %.2f, bottleneck: %s)\n", s.host.c_str(),
-                  p.label.c_str(), p.confidence, p.bottleneck_hint.c_str());
+std::string profile_text(const Snapshot& s, const Profile& p, const ProfileTextOptions& options) {
+    char head[320];
+    std::snprintf(head, sizeof head, "%s%s%s  %s  (confidence %.2f, bottleneck: %s)\n",
+                  options.timestamp ? format_rfc3339(s.time).c_str() : "", options.timestamp ? "  " : "",
+                  s.host.c_str(), p.label.c_str(), p.confidence, p.bottleneck_hint.c_str());
     std::string out = head;
-    if (s.context.scheduler != "none")
-        out +=
-            "  job " + s.context.job_id + " step " + s.context.step_id + " (" + s.context.scheduler + ")\n";
+    if (s.context.scheduler != "none") {
+        out += "  job " + s.context.job_id + " step " + s.context.step_id + " (" + s.context.scheduler;
+        if (options.detected_from_pid > 0)
+            out += ", detected from pid " + std::to_string(options.detected_from_pid) +
+                   ": this shell is not part of the job";
+        else if (options.detected_from_pid == 0)
+            out += ", detected from another process's environment: this shell is not part of the job";
+        out += ")\n";
+    }
     out += "  " + std::to_string(s.gpus.size()) + " GPUs, " + std::to_string(s.rdma.size()) +
            " RDMA ports, " + std::to_string(s.interfaces.size()) + " interfaces\n";
     if (!p.unknown_reason.empty()) out += "  unknown: " + p.unknown_reason + "\n";
@@ -42,9 +49,10 @@ std::string profile_text(const Snapshot& s, const Profile& p) {
         out += "  - [" + r.severity + "] " + r.code + ": " + r.message + "\n";
         if (!r.evidence.empty()) out += "      evidence: " + evidence_text(r.evidence) + "\n";
     }
-    if (!s.warnings.empty()) {
-        out += "  warnings (" + std::to_string(s.warnings.size()) + "):\n";
-        for (const auto& w : s.warnings) out += "    " + w + "\n";
+    const std::vector<std::string>& warnings = options.warnings ? *options.warnings : s.warnings;
+    if (!warnings.empty()) {
+        out += "  warnings (" + std::to_string(warnings.size()) + (options.timestamp ? " new" : "") + "):\n";
+        for (const auto& w : warnings) out += "    " + w + "\n";
     }
     for (const auto& [name, why] : s.collector_failures)
         out += "  collector " + name + " failed: " + why + "\n";

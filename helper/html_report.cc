@@ -1,0 +1,203 @@
+#include "helper/html_report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "helper/cli_args.h"
+#include "helper/html_report_svg.h"
+#include "helper/subcommands.h"
+#include "libstallscope/util/atomic_file.h"
+#include "stallscope_config.h"
+
+namespace stallscope::cli {
+namespace {
+
+std::vector<double> values_of(const BucketedSeries& s, std::size_t buckets) {
+    std::vector<double> out(buckets);
+    for (std::size_t b = 0; b < buckets; ++b) out[b] = s.at(b);
+    return out;
+}
+
+std::string header(const JobReport& r) {
+    char buf[256];
+    std::snprintf(buf, sizeof buf, "%zu node(s), %zu GPU(s), %.0f s recorded, %d samples, confidence %.2f",
+                  r.nodes.size(), r.gpus.size(), r.verdict.duration_seconds(), r.verdict.samples,
+                  r.verdict.confidence);
+    std::string out = "<header><h1>stallscope: job " + svg::escape(r.job_id.empty() ? "?" : r.job_id) + " " +
+                      svg::escape(r.job_name) + " <span class='badge " + svg::escape(r.verdict.label) +
+                      "' id=verdict-label>" + svg::escape(r.verdict.label) + "</span></h1><div>user " +
+                      svg::escape(r.user.empty() ? "?" : r.user) + " &middot; " + buf + " &middot; from " +
+                      svg::escape(format_rfc3339(r.verdict.start_time)) + "</div>";
+    if (!r.verdict.reasons.empty()) {
+        const auto& top = r.verdict.reasons.front().reason;
+        out += "<p id=top-reason><b>" + svg::escape(top.code) + "</b>: " + svg::escape(top.message) + "</p>";
+    }
+    if (!r.straggler_node.empty())
+        out += "<p>Straggler node: <b class=alarm>" + svg::escape(r.straggler_node) + "</b></p>";
+    if (!r.worst_node.empty() && r.worst_node != r.straggler_node)
+        out += "<p>Worst node: <b class=alarm>" + svg::escape(r.worst_node) + "</b></p>";
+    return out + "</header>\n";
+}
+
+std::string reasons_section(const JobReport& r, double seconds) {
+    std::vector<svg::Span> spans;
+    std::string list = "<ul class=reasons>";
+    for (const auto& s : r.verdict.reasons) {
+        const std::string label = s.reason.code + (s.reason.subject.empty() ? "" : " @ " + s.reason.subject);
+        if (spans.size() < 12)
+            spans.push_back({label, s.reason.severity, s.reason.first_seen - r.verdict.start_time,
+                             std::max(s.last_seen, s.reason.first_seen) - r.verdict.start_time});
+        list += "<li><b>" + svg::escape(label) + "</b> [" + svg::escape(s.reason.severity) + ", " +
+                svg::escape(std::to_string(static_cast<int>(std::lround(s.share * 100)))) +
+                " % of the step]: " + svg::escape(s.reason.message) + "</li>";
+    }
+    list += "</ul>";
+    return "<h2>Reasons</h2>" + svg::span_chart("reasons-chart", "Reasons on the time axis", seconds, spans) +
+           list;
+}
+
+std::string gpu_charts(const JobReport& r, const JobSeries& s, double seconds) {
+    std::vector<svg::Line> util, power;
+    for (const auto& n : s.nodes) {
+        const bool marked = n.host == r.straggler_node;
+        const std::string prefix = s.nodes.size() > 1 ? n.host + " " : "";
+        for (const auto& [index, series] : n.gpu_util_pct)
+            util.push_back({prefix + "GPU " + std::to_string(index), values_of(series, s.buckets), marked});
+        for (const auto& [index, series] : n.gpu_power_w)
+            power.push_back({prefix + "GPU " + std::to_string(index), values_of(series, s.buckets), marked});
+    }
+    if (util.empty()) return "<h2>GPUs</h2><p>No GPU was measured in this recording.</p>";
+    return "<h2>GPUs</h2>" + svg::line_chart("gpu-util", "GPU utilization", {seconds, "%", 100}, util) +
+           svg::line_chart("gpu-power", "GPU power", {seconds, "W", 0}, power);
+}
+
+std::string fabric_chart(const JobReport& r, const JobSeries& s, double seconds) {
+    std::vector<svg::Line> lines;
+    for (const auto& n : s.nodes)
+        for (const auto& [port, series] : n.port_gbps) {
+            const std::string name = (s.nodes.size() > 1 ? n.host + ":" : "") + port;
+            lines.push_back({name, values_of(series, s.buckets), name == r.worst_port});
+        }
+    if (lines.empty()) return "<h2>Fabric</h2><p>No RDMA port was measured in this recording.</p>";
+    return "<h2>Fabric</h2>" +
+           svg::line_chart("fabric-rates", "RDMA port traffic, rx + tx", {seconds, "Gbit/s", 0}, lines);
+}
+
+std::string heatmap_section(const JobReport& r, const JobSeries& s, double seconds) {
+    if (s.nodes.size() < 2) return "";
+    std::vector<svg::Line> rows;
+    const std::string marked = !r.straggler_node.empty() ? r.straggler_node : r.worst_node;
+    for (const auto& n : s.nodes)
+        rows.push_back({n.host, values_of(n.mean_gpu_util_pct, s.buckets),
+                        n.host == marked || std::find(r.straggler_nodes.begin(), r.straggler_nodes.end(),
+                                                      n.host) != r.straggler_nodes.end()});
+    return "<h2>Nodes over time</h2>" + svg::heatmap("node-heatmap", "Mean GPU utilization per node", seconds,
+                                                     rows,
+                                                     r.straggler_node.empty() ? "worst node" : "straggler");
+}
+
+std::string tables(const JobReport& r) {
+    std::vector<std::vector<svg::Cell>> nodes, gpus, ports;
+    // A value that was not measured is shown as "-", never as 0.
+    auto opt = [](const std::optional<double>& v, int decimals, double scale = 1) {
+        return v ? svg::num(*v * scale, decimals) : svg::text("-");
+    };
+    for (const auto& n : r.nodes)
+        nodes.push_back({svg::text(n.host), svg::text(n.step_id), svg::text(n.label),
+                         svg::num(n.verdict.confidence, 2), svg::num(n.verdict.samples, 0),
+                         opt(n.mean_gpu_util_pct, 2)});
+    for (const auto& g : r.gpus)
+        gpus.push_back({svg::text(g.host), svg::num(g.index, 0), svg::text(g.name), opt(g.mean_util_pct, 2),
+                        opt(g.mean_memory_pct, 2), opt(g.mean_power_w, 2), opt(g.max_temperature_c, 2),
+                        opt(g.throttle_share, 2, 100), opt(g.idle_share, 2, 100)});
+    for (const auto& p : r.ports)
+        ports.push_back({svg::text(p.host), svg::text(p.port), svg::text(p.netdev), opt(p.rx_bytes, 3, 1e-9),
+                         opt(p.tx_bytes, 3, 1e-9), opt(p.cnp_per_second, 2), opt(p.ecn_marked_per_second, 2),
+                         opt(p.pause_occupancy, 2, 100), opt(p.loss_per_million_packets, 2)});
+    std::string out =
+        "<h2>Tables</h2><p class=ev>Click a column header to sort.</p>" +
+        svg::table("nodes-table", {"host", "step", "label", "confidence", "samples", "GPU util %"}, nodes);
+    if (!gpus.empty())
+        out += svg::table(
+            "gpus-table",
+            {"host", "gpu", "name", "util %", "memory %", "power W", "max temp C", "throttled %", "idle %"},
+            gpus);
+    if (!ports.empty())
+        out += svg::table("ports-table",
+                          {"host", "port", "netdev", "rx GB", "tx GB", "CNP/s", "ECN/s", "pause %", "loss/M"},
+                          ports);
+    return out;
+}
+
+}  // namespace
+
+std::string json_for_script(const Json& value) {
+    std::string text = value.dump();
+    std::string out;
+    out.reserve(text.size());
+    for (char c : text) out += c == '<' ? std::string("\\u003c") : std::string(1, c);  // only inside strings
+    return out;
+}
+
+std::string html_report_body(const JobReport& report, const JobSeries& series) {
+    const double seconds = series.end_time - series.start_time;
+    std::string out = header(report) + reasons_section(report, seconds) +
+                      gpu_charts(report, series, seconds) + fabric_chart(report, series, seconds) +
+                      heatmap_section(report, series, seconds) + tables(report);
+    if (!report.notes.empty()) {
+        out += "<h2>Notes</h2><ul>";
+        for (const auto& n : report.notes) out += "<li>" + svg::escape(n) + "</li>";
+        out += "</ul>";
+    }
+    std::vector<std::string> warnings = report.warnings;
+    warnings.insert(warnings.end(), series.warnings.begin(), series.warnings.end());
+    if (!warnings.empty()) {
+        out += "<h2>Warnings</h2><ul>";
+        for (const auto& w : warnings) out += "<li>" + svg::escape(w) + "</li>";
+        out += "</ul>";
+    }
+    return out;
+}
+
+std::string html_report_page(const JobReport& report, const JobSeries& series) {
+    return svg::page("stallscope job " + report.job_id,
+                     html_report_body(report, series) + "<script type='application/json' id=report-json>" +
+                         json_for_script(job_report_json(report)) + "</script>");
+}
+
+bool write_html_report(const JobReport& report, const std::vector<std::string>& inputs,
+                       const std::string& path, std::string& error) {
+    const JobSeries series = collect_job_series(report);
+    std::string page = html_report_page(report, series);
+    std::string from;
+    for (const auto& in : inputs) from += (from.empty() ? "" : ", ") + in;
+    const auto end = page.rfind("</body>");
+    page.insert(end, "<footer class=ev>made by stallscope " + svg::escape(STALLSCOPE_VERSION) + " from " +
+                         svg::escape(from) + "</footer>\n");
+    return write_file_atomically(path, page, false, error);
+}
+
+int run_html(int argc, char** argv, int first) {
+    const ParsedArgs args = parse_args(argc, argv, first, {"o", "output"}, {});
+    if (args.positional.empty())
+        throw UsageError("html needs a stallscope-<jobid> directory or timeline files");
+    const auto out = args.has("o") ? args.value("o") : args.value("output");
+    if (!out || out->empty()) throw UsageError("html needs -o FILE");
+    const JobReport report = build_job_report(args.positional);
+    if (report.nodes.empty()) {
+        for (const auto& w : report.warnings) std::fprintf(stderr, "stallscope: %s\n", w.c_str());
+        std::fprintf(stderr, "stallscope: html: no readable timeline\n");
+        return 1;
+    }
+    std::string error;
+    if (!write_html_report(report, args.positional, *out, error)) {
+        std::fprintf(stderr, "stallscope: html: %s\n", error.c_str());
+        return 1;
+    }
+    std::fprintf(stderr, "stallscope: wrote %s (%s, %zu node(s))\n", out->c_str(),
+                 report.verdict.label.c_str(), report.nodes.size());
+    return 0;
+}
+
+}  // namespace stallscope::cli

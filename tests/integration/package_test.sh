@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# The Debian package as an admin gets it: `dpkg-buildpackage -us -uc -b` on a copy of the source tree
+# (it writes next to the tree, so never in the checkout itself), lintian, then the .deb unpacked into
+# an empty directory (`dpkg -x`) and run from there: --version, the man pages, the plugin's place.
+# usage: package_test.sh SOURCE_DIR WORK_DIR      exit 77 = skipped (no dpkg-buildpackage/debhelper)
+set -euo pipefail
+src=$(cd "$1" && pwd)
+work=$2
+for tool in dpkg-buildpackage dh lintian; do
+  command -v "$tool" >/dev/null || { echo "SKIP: $tool missing (contrib/install-deps.sh)"; exit 77; }
+done
+version=$(dpkg-parsechangelog -l "$src/debian/changelog" -S Version)
+rm -rf "$work" && mkdir -p "$work/stallscope-$version"
+# The tree without build outputs or VCS data (a build dir may be inside the checkout).
+tar -C "$src" --exclude=./.git --exclude='./build*' --exclude='./obj-*' --exclude=./debian/stallscope \
+  --exclude='./debian/.debhelper' -cf - . | tar -C "$work/stallscope-$version" -xf -
+
+start=$(date +%s)
+(cd "$work/stallscope-$version" &&
+  DEB_BUILD_OPTIONS="nocheck parallel=2" dpkg-buildpackage -us -uc -b >"$work/build.log" 2>&1) || {
+  tail -40 "$work/build.log"
+  echo "FAIL: dpkg-buildpackage"
+  exit 1
+}
+built=$(date +%s)
+deb=$(ls "$work"/stallscope_"$version"_*.deb)
+echo "built $(basename "$deb") ($(du -k "$deb" | cut -f1) KiB) in $((built - start)) s"
+
+fail=0
+check() { # description, command...
+  local what=$1; shift
+  if "$@"; then echo "ok   $what"; else echo "FAIL $what"; fail=1; fi
+}
+
+# lintian: errors fail the test; warnings are printed (debian/stallscope.lintian-overrides explains
+# the ones that are by design).
+lintian --tag-display-limit 0 "$deb" >"$work/lintian.txt" 2>&1 || true
+cat "$work/lintian.txt"
+check "lintian reports no error" bash -c "! grep -q '^E:' '$work/lintian.txt'"
+
+root="$work/root"
+dpkg -x "$deb" "$root"
+check "stallscope --version runs from the unpacked package" \
+  bash -c "'$root/usr/bin/stallscope' --version | grep -qx 'stallscope $version'"
+slurm=$(dpkg-query -W -f='${Version}' libslurm-dev | cut -d. -f1-2)
+check "the package depends on the Slurm release it was built for ($slurm)" \
+  bash -c "dpkg-deb -f '$deb' Depends | grep -q 'slurm-wlm-basic-plugins (>= $slurm), slurm-wlm-basic-plugins (<< $slurm.99)'"
+check "the plugin is in Slurm's PluginDir" test -f "$root/usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH)/slurm-wlm/stallscope.so"
+check "the plugin exports the SPANK entry points" \
+  bash -c "nm -D --defined-only '$root'/usr/lib/*/slurm-wlm/stallscope.so | grep -q ' slurm_spank_init$'"
+check "the plugin starts /usr/bin/stallscope by default" \
+  bash -c "grep -qa /usr/bin/stallscope '$root'/usr/lib/*/slurm-wlm/stallscope.so"
+for page in man1/stallscope.1.gz man8/stallscope.so.8.gz; do
+  check "man page $page renders without warnings" \
+    bash -c "test -z \"\$(man --warnings -l '$root/usr/share/man/$page' 2>&1 >/dev/null)\""
+done
+check "examples are shipped" test -f "$root/usr/share/doc/stallscope/examples/plugstack.conf.example"
+check "the packaged binary renders a job page" \
+  "$root/usr/bin/stallscope" html "$src/fixtures/timelines/job-4242" -o "$work/job.html"
+echo "package test: $(( $(date +%s) - start )) s in all"
+exit $fail
