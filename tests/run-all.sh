@@ -63,8 +63,8 @@ else
   failed=$((failed + 1))
 fi
 
-step "real daemons (node_exporter, Alertmanager, promtool) and the real Slurm cluster"
-run_meson_tests -C build --suite daemons --suite cluster --print-errorlogs
+step "real daemons (node_exporter, Alertmanager, promtool), the real Slurm clusters (1 node; 3 nodes in network namespaces), the HTML views in headless chromium, the Debian package"
+run_meson_tests -C build --suite daemons --suite cluster --suite browser --suite package --print-errorlogs
 
 echo
 echo "stallscope tests: ${passed} passed, ${failed} failed, ${skipped} skipped"
