@@ -109,8 +109,10 @@ std::string tables(const JobReport& r) {
                          opt(n.mean_gpu_util_pct, 2)});
     for (const auto& g : r.gpus)
         gpus.push_back({svg::text(g.host), svg::num(g.index, 0), svg::text(g.name), opt(g.mean_util_pct, 2),
-                        opt(g.mean_memory_pct, 2), opt(g.mean_power_w, 2), opt(g.max_temperature_c, 2),
-                        opt(g.throttle_share, 2, 100), opt(g.idle_share, 2, 100)});
+                        opt(g.mean_sm_active_pct, 2), opt(g.mean_tensor_active_pct, 2),
+                        opt(g.mean_dram_bandwidth_pct, 2), opt(g.mean_memory_pct, 2), opt(g.mean_power_w, 2),
+                        opt(g.max_temperature_c, 2), opt(g.throttle_share, 2, 100),
+                        opt(g.idle_share, 2, 100)});
     for (const auto& p : r.ports)
         ports.push_back({svg::text(p.host), svg::text(p.port), svg::text(p.netdev), opt(p.rx_bytes, 3, 1e-9),
                          opt(p.tx_bytes, 3, 1e-9), opt(p.cnp_per_second, 2), opt(p.ecn_marked_per_second, 2),
@@ -119,10 +121,10 @@ std::string tables(const JobReport& r) {
         "<h2>Tables</h2><p class=ev>Click a column header to sort.</p>" +
         svg::table("nodes-table", {"host", "step", "label", "confidence", "samples", "GPU util %"}, nodes);
     if (!gpus.empty())
-        out += svg::table(
-            "gpus-table",
-            {"host", "gpu", "name", "util %", "memory %", "power W", "max temp C", "throttled %", "idle %"},
-            gpus);
+        out += svg::table("gpus-table",
+                          {"host", "gpu", "name", "util %", "SM %", "tensor %", "DRAM %", "memory %",
+                           "power W", "max temp C", "throttled %", "idle %"},
+                          gpus);
     if (!ports.empty())
         out += svg::table("ports-table",
                           {"host", "port", "netdev", "rx GB", "tx GB", "CNP/s", "ECN/s", "pause %", "loss/M"},

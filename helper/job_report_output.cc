@@ -74,6 +74,9 @@ Json job_report_json(const JobReport& r) {
                                  {"mean_memory_pct", round2(g.mean_memory_pct)},
                                  {"mean_power_w", round2(g.mean_power_w)},
                                  {"max_temperature_c", round2(g.max_temperature_c)},
+                                 {"mean_sm_active_pct", round2(g.mean_sm_active_pct)},
+                                 {"mean_tensor_active_pct", round2(g.mean_tensor_active_pct)},
+                                 {"mean_dram_bandwidth_pct", round2(g.mean_dram_bandwidth_pct)},
                                  {"throttle_share", round2(g.throttle_share)},
                                  {"idle_share", round2(g.idle_share)}});
     o["ports"] = Json::array();

@@ -251,13 +251,18 @@ void gpu_and_port_tables(std::vector<std::string>& out, const JobReport& r, cons
             out.push_back("");
             out.push_back("GPUs (mean over the step):");
             out.push_back(
-                "  host             step   gpu  util                      memory   power   maxT  throttle");
+                "  host             step   gpu  util                        SM tensor  DRAM  memory   power  "
+                " "
+                "maxT  throttle");
             gpu_title = true;
         }
         out.push_back(format(
-            "  %-16s %-6s %3d  %s %4s  %6s  %6s  %5s  %7s", g.host.c_str(), g.step_id.c_str(), g.index,
-            g.mean_util_pct ? bar(*g.mean_util_pct).c_str() : "(no data)           ",
+            "  %-16s %-6s %3d  %s %4s %4s %6s %5s  %6s  %6s  %5s  %7s", g.host.c_str(), g.step_id.c_str(),
+            g.index, g.mean_util_pct ? bar(*g.mean_util_pct).c_str() : "(no data)           ",
             number_or_dash(g.mean_util_pct, "%.0f%%").c_str(),
+            number_or_dash(g.mean_sm_active_pct, "%.0f%%").c_str(),
+            number_or_dash(g.mean_tensor_active_pct, "%.0f%%").c_str(),
+            number_or_dash(g.mean_dram_bandwidth_pct, "%.0f%%").c_str(),
             number_or_dash(g.mean_memory_pct, "%.1f%%").c_str(),
             number_or_dash(g.mean_power_w, "%.1fW").c_str(),
             number_or_dash(g.max_temperature_c, "%.0fC").c_str(),

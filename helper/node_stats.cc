@@ -81,6 +81,11 @@ void NodeStatsAccumulator::add_gpu(const Gpu& g) {
         ++st.memory_n;
     }
     if (g.power_w) st.power += *g.power_w, ++st.power_n;
+    if (g.gpm) {
+        if (g.gpm->sm_active_pct) st.sm += *g.gpm->sm_active_pct, ++st.sm_n;
+        if (g.gpm->tensor_active_pct) st.tensor += *g.gpm->tensor_active_pct, ++st.tensor_n;
+        if (g.gpm->dram_bandwidth_pct) st.dram += *g.gpm->dram_bandwidth_pct, ++st.dram_n;
+    }
     if (g.temperature_c) {
         st.max_temperature =
             st.temperature_n ? std::max(st.max_temperature, *g.temperature_c) : *g.temperature_c;
@@ -128,6 +133,9 @@ NodeStats NodeStatsAccumulator::finish(const std::string& host) const {
         g.mean_util_pct = mean(st.util, st.util_n);
         g.mean_memory_pct = mean(st.memory, st.memory_n);
         g.mean_power_w = mean(st.power, st.power_n);
+        g.mean_sm_active_pct = mean(st.sm, st.sm_n);
+        g.mean_tensor_active_pct = mean(st.tensor, st.tensor_n);
+        g.mean_dram_bandwidth_pct = mean(st.dram, st.dram_n);
         if (st.temperature_n) g.max_temperature_c = st.max_temperature;
         g.throttle_share = mean(st.throttled, st.samples);
         g.idle_share = mean(st.idle, st.util_n);
@@ -175,6 +183,9 @@ Json to_json(const NodeStats& s) {
                                  {"mean_memory_pct", rounded(g.mean_memory_pct)},
                                  {"mean_power_w", rounded(g.mean_power_w)},
                                  {"max_temperature_c", rounded(g.max_temperature_c)},
+                                 {"mean_sm_active_pct", rounded(g.mean_sm_active_pct)},
+                                 {"mean_tensor_active_pct", rounded(g.mean_tensor_active_pct)},
+                                 {"mean_dram_bandwidth_pct", rounded(g.mean_dram_bandwidth_pct)},
                                  {"throttle_share", rounded(g.throttle_share)},
                                  {"idle_share", rounded(g.idle_share)}});
     o["ports"] = Json::array();
@@ -208,6 +219,9 @@ NodeStats node_stats_from_json(const Json& object, std::vector<std::string>& pro
         out.mean_memory_pct = g.number("mean_memory_pct");
         out.mean_power_w = g.number("mean_power_w");
         out.max_temperature_c = g.number("max_temperature_c");
+        out.mean_sm_active_pct = g.number("mean_sm_active_pct");
+        out.mean_tensor_active_pct = g.number("mean_tensor_active_pct");
+        out.mean_dram_bandwidth_pct = g.number("mean_dram_bandwidth_pct");
         out.throttle_share = g.number("throttle_share");
         out.idle_share = g.number("idle_share");
         return out;

@@ -22,6 +22,8 @@ struct GpuStats {
     int index = -1;
     int samples = 0;
     std::optional<double> mean_util_pct, mean_memory_pct, mean_power_w, max_temperature_c;
+    // NVML GPM (Hopper+): what "utilization" hides (busy-wait reads 100 %); absent where not measured.
+    std::optional<double> mean_sm_active_pct, mean_tensor_active_pct, mean_dram_bandwidth_pct;
     std::optional<double> throttle_share;  // samples with a slowdown reason (power/thermal/HW), 0..1
     std::optional<double> idle_share;      // samples at < 5 % utilization, 0..1
 };
@@ -58,7 +60,9 @@ class NodeStatsAccumulator {
   private:
     struct GpuSums {
         GpuStats identity;
-        int samples = 0, util_n = 0, memory_n = 0, power_n = 0, temperature_n = 0;
+        int samples = 0, util_n = 0, memory_n = 0, power_n = 0, temperature_n = 0, sm_n = 0, tensor_n = 0,
+            dram_n = 0;
+        double sm = 0, tensor = 0, dram = 0;
         double util = 0, memory = 0, power = 0, max_temperature = 0, throttled = 0, idle = 0;
     };
     struct PortSums {

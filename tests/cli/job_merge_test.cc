@@ -142,7 +142,8 @@ TEST_CASE("unmeasured GPU power/temperature and port pause stay null in JSON and
         if (p["host"] == "node-03") CHECK(p["pause_occupancy"].is_null());
     const auto r = run_process({STALLSCOPE_EXE, "report", kJobDir, "--node", "node-03"});
     REQUIRE(r.exit_code == 0);
-    CHECK(r.out.find("93%   80.0%       -      -     0.0%") != std::string::npos);
+    // util, then SM / tensor / DRAM (no GPM in this fixture: '-'), memory, power, maxT, throttle.
+    CHECK(r.out.find("93%    -      -     -   80.0%       -      -     0.0%") != std::string::npos);
     CHECK(r.out.find("ens3np0      46.6 GiB   46.6 GiB      0.5     0.0      -    0.00") !=
           std::string::npos);
     CHECK(r.out.find("0.0W") == std::string::npos);

@@ -89,3 +89,34 @@ TEST_CASE("node stats from garbage: problems named, nothing thrown, values left 
     CHECK_FALSE(s.gpus[0].mean_util_pct.has_value());
     CHECK(problems.size() == 4);
 }
+
+TEST_CASE("GPM activity (SM, tensor, DRAM) is averaged where measured and stays absent where not") {
+    stallscope::Snapshot s;
+    s.time = 100;
+    stallscope::Gpu measured, plain;
+    measured.index = 0, measured.uuid = "GPU-a", measured.utilization_pct = 100;
+    measured.gpm = stallscope::GpmMetrics{};
+    measured.gpm->sm_active_pct = 12;  // a busy-wait: "100 %" utilization, little SM activity
+    measured.gpm->tensor_active_pct = 0;
+    plain.index = 1, plain.uuid = "GPU-b", plain.utilization_pct = 90;
+    s.gpus = {measured, plain};
+    NodeStatsAccumulator acc;
+    acc.add(s);
+    s.time = 101;
+    s.gpus[0].gpm->sm_active_pct = 14;
+    acc.add(s);
+    const NodeStats stats = acc.finish("h");
+    REQUIRE(stats.gpus.size() == 2);
+    REQUIRE(stats.gpus[0].mean_sm_active_pct);
+    CHECK(*stats.gpus[0].mean_sm_active_pct == doctest::Approx(13));
+    CHECK(stats.gpus[0].mean_tensor_active_pct == 0.0);
+    CHECK_FALSE(stats.gpus[0].mean_dram_bandwidth_pct);  // GPM present, metric not: absent, not 0
+    CHECK_FALSE(stats.gpus[1].mean_sm_active_pct);       // no GPM at all
+    // Through the verdict's node_stats JSON and back.
+    std::vector<std::string> problems;
+    const NodeStats back = node_stats_from_json(to_json(stats), problems);
+    CHECK(problems.empty());
+    REQUIRE(back.gpus.size() == 2);
+    CHECK(back.gpus[0].mean_sm_active_pct == stats.gpus[0].mean_sm_active_pct);
+    CHECK_FALSE(back.gpus[1].mean_sm_active_pct);
+}

@@ -18,7 +18,7 @@ import subprocess
 import sys
 import time
 
-WINDOW = (1050, 4200)  # wide enough for a chart (960 px) plus margins; tall enough for the whole page
+WINDOW = (1050, 5600)  # wide enough for a chart (960 px) plus margins; tall enough for the whole page
 
 
 def fail(message):
@@ -162,8 +162,11 @@ def main():
     by_key = {(g["host"], str(g["index"])): g for g in report["gpus"]}
     for row in gpu_rows:
         g = by_key[(row[0], row[1])]
-        for column, key in ((3, "mean_util_pct"), (4, "mean_memory_pct"), (5, "mean_power_w")):
-            if abs(float(row[column]) - g[key]) > 0.005:
+        for column, key in ((3, "mean_util_pct"), (4, "mean_sm_active_pct"), (5, "mean_tensor_active_pct"),
+                            (6, "mean_dram_bandwidth_pct"), (7, "mean_memory_pct"), (8, "mean_power_w")):
+            if (row[column] == "-") != (g[key] is None):  # not measured: "-" on the page, null in JSON
+                fail("GPU %s:%s %s: page %s, report --json %s" % (row[0], row[1], key, row[column], g[key]))
+            if g[key] is not None and abs(float(row[column]) - g[key]) > 0.005:
                 fail("GPU %s:%s %s: page %s, report --json %s" % (row[0], row[1], key, row[column], g[key]))
     for row in dom.tables["ports-table"][1:]:
         p = next(p for p in report["ports"] if (p["host"], p["port"]) == (row[0], row[1]))
