@@ -264,13 +264,22 @@ double median(std::vector<double> v) {
 
 // A node whose GPUs run well below (< 70 % of) the median node of the same step holds back every
 // collective of that step; no single node's verdict can see that, so each one becomes a job reason.
+// A step recorded on one node only is compared with the job's median node instead: with one sampler
+// per node per job, concurrent steps of one workload (`srun --overlap`, a batch step plus srun steps)
+// can leave each node's recording under a different step id.
 void find_straggler_nodes(JobReport& job) {
     std::map<std::string, std::vector<double>> utils_by_step;
+    std::vector<double> all_utils;
     for (const auto& n : job.nodes)
-        if (n.mean_gpu_util_pct) utils_by_step[n.step_id].push_back(*n.mean_gpu_util_pct);
+        if (n.mean_gpu_util_pct)
+            utils_by_step[n.step_id].push_back(*n.mean_gpu_util_pct),
+                all_utils.push_back(*n.mean_gpu_util_pct);
     std::map<std::string, double> medians;
     for (const auto& [step, utils] : utils_by_step)
-        if (utils.size() >= 2) medians[step] = median(utils);
+        if (utils.size() >= 2)
+            medians[step] = median(utils);
+        else if (all_utils.size() >= 2)
+            medians[step] = median(all_utils);
     const NodeRecording* slowest = nullptr;
     std::set<std::string> hosts;
     for (auto& n : job.nodes) {

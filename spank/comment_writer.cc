@@ -54,7 +54,7 @@ std::string run_scontrol(const PluginConfig& config, long deadline_ms, const std
 }  // namespace
 
 std::string write_job_comment(const PluginConfig& config, const std::string& job_id,
-                              const std::string& segment) {
+                              const std::string& segment, const std::string& update_id) {
     const std::string& scontrol = config.scontrol;
     if (std::string unsafe = check_root_owned_program(scontrol); !unsafe.empty())
         return "not running scontrol as root: " + unsafe + " (set scontrol= in plugstack.conf)";
@@ -84,7 +84,9 @@ std::string write_job_comment(const PluginConfig& config, const std::string& job
         value = *merged;
     }
     std::string field = config.comment == CommentTarget::user ? "Comment=" : "AdminComment=";
-    return run_scontrol(config, deadline, {scontrol, "update", "JobId=" + job_id, field + value}, nullptr);
+    return run_scontrol(
+        config, deadline,
+        {scontrol, "update", "JobId=" + (update_id.empty() ? job_id : update_id), field + value}, nullptr);
 }
 
 }  // namespace stallscope::spank

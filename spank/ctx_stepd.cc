@@ -35,6 +35,7 @@ struct StepState {
     bool enabled = false;
     unsigned interval = 0;
     std::string job_id;
+    std::string update_id;  // "<array id>_<task id>" for an array task, else job_id (scontrol update)
     uint32_t job_num = 0;
     uint32_t step_id = 0;
     uint32_t node_id = 0;
@@ -136,6 +137,14 @@ bool get_identity(spank_t sp) {
     }
     g_step.job_num = job;
     g_step.job_id = std::to_string(job);
+    // `scontrol update JobId=<array id>` addresses the whole array; one task is <array id>_<task id>.
+    uint32_t array_id = 0, array_task = 0;
+    // A job that is not an array task reports its own id and task NO_VAL (0xfffffffe, seen on 22.05).
+    constexpr uint32_t kNoVal = 0xfffffffe, kInfinite = 0xffffffff;
+    if (spank_get_item(sp, S_JOB_ARRAY_ID, &array_id) == ESPANK_SUCCESS && array_id != 0 &&
+        spank_get_item(sp, S_JOB_ARRAY_TASK_ID, &array_task) == ESPANK_SUCCESS && array_task != kNoVal &&
+        array_task != kInfinite)
+        g_step.update_id = std::to_string(array_id) + "_" + std::to_string(array_task);
     gid_t* gids = nullptr;
     int ngids = 0;
     if ((rc = spank_get_item(sp, S_JOB_SUPPLEMENTARY_GIDS, &gids, &ngids)) != ESPANK_SUCCESS) {
@@ -315,7 +324,7 @@ void write_comment() {
                       g_step.job_id.c_str(), step_label(g_step.step_id).c_str());
         return;
     }
-    std::string err = write_job_comment(g_step.config, g_step.job_id, g_step.segment);
+    std::string err = write_job_comment(g_step.config, g_step.job_id, g_step.segment, g_step.update_id);
     if (!err.empty()) {
         slurm_error("stallscope: job %s: job comment not updated: %s", g_step.job_id.c_str(), err.c_str());
         return;

@@ -97,8 +97,9 @@ CONF
 # Without NodeName= a slurmd started with -N under another hostname counts 0 configured GPUs.
 echo "NodeName=n[1-$NODES] Name=gpu File=/dev/tty[0-3]" >"$D/etc/gres.conf"
 write_dbd_conf
-# The allow_test_env=1 key (STALLSCOPE_* test hooks from the job env) goes in STALLSCOPE_PLUGSTACK_ARGS.
-echo "optional $PLUGIN helper=$HELPER run_dir=$D/local/stallscope-run stop_timeout=10 min_interval=1 ${STALLSCOPE_PLUGSTACK_ARGS:-}" \
+# allow_test_env=1: a test cluster; its jobs point each node's helper at that node's fixture tree and the
+# fake NVML (STALLSCOPE_* from the job env, ignored by a production plugstack).
+echo "optional $PLUGIN helper=$HELPER run_dir=$D/local/stallscope-run stop_timeout=10 min_interval=1 allow_test_env=1 ${STALLSCOPE_PLUGSTACK_ARGS:-}" \
     >"$D/etc/plugstack.conf"
 
 # ---- network: bridge on the host, one veth + namespace per node ----------------------------------
