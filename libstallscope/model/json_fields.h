@@ -11,6 +11,12 @@
 
 namespace stallscope::json_fields {
 
+// A measured value, or null: a missing counter is never written as 0 (the snapshot's value rule).
+template <typename T>
+Json or_null(const std::optional<T>& value) {
+    return value ? Json(*value) : Json(nullptr);
+}
+
 struct Reader {
     const Json& object;
     std::vector<std::string>& problems;

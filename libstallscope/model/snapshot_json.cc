@@ -12,18 +12,12 @@
 namespace stallscope {
 namespace {
 
+using json_fields::or_null;
 using json_fields::Reader;
-
-Json opt(const Counter& c) {
-    return c ? Json(*c) : Json(nullptr);
-}
-Json opt(const Gauge& g) {
-    return g ? Json(*g) : Json(nullptr);
-}
 
 Json counters(const CounterMap& m) {
     Json o = Json::object();
-    for (const auto& [k, v] : m) o[k] = opt(v);
+    for (const auto& [k, v] : m) o[k] = or_null(v);
     return o;
 }
 
@@ -42,22 +36,22 @@ CounterMap read_counters(const Reader& r, const char* key) {
 
 Json interface_json(const NetInterface& i) {
     Json o{{"name", i.name}};
-    o["rx_bytes"] = opt(i.rx_bytes);
-    o["rx_packets"] = opt(i.rx_packets);
-    o["rx_errors"] = opt(i.rx_errors);
-    o["rx_dropped"] = opt(i.rx_dropped);
-    o["rx_fifo"] = opt(i.rx_fifo);
-    o["rx_frame"] = opt(i.rx_frame);
-    o["rx_compressed"] = opt(i.rx_compressed);
-    o["rx_multicast"] = opt(i.rx_multicast);
-    o["tx_bytes"] = opt(i.tx_bytes);
-    o["tx_packets"] = opt(i.tx_packets);
-    o["tx_errors"] = opt(i.tx_errors);
-    o["tx_dropped"] = opt(i.tx_dropped);
-    o["tx_fifo"] = opt(i.tx_fifo);
-    o["tx_colls"] = opt(i.tx_colls);
-    o["tx_carrier"] = opt(i.tx_carrier);
-    o["tx_compressed"] = opt(i.tx_compressed);
+    o["rx_bytes"] = or_null(i.rx_bytes);
+    o["rx_packets"] = or_null(i.rx_packets);
+    o["rx_errors"] = or_null(i.rx_errors);
+    o["rx_dropped"] = or_null(i.rx_dropped);
+    o["rx_fifo"] = or_null(i.rx_fifo);
+    o["rx_frame"] = or_null(i.rx_frame);
+    o["rx_compressed"] = or_null(i.rx_compressed);
+    o["rx_multicast"] = or_null(i.rx_multicast);
+    o["tx_bytes"] = or_null(i.tx_bytes);
+    o["tx_packets"] = or_null(i.tx_packets);
+    o["tx_errors"] = or_null(i.tx_errors);
+    o["tx_dropped"] = or_null(i.tx_dropped);
+    o["tx_fifo"] = or_null(i.tx_fifo);
+    o["tx_colls"] = or_null(i.tx_colls);
+    o["tx_carrier"] = or_null(i.tx_carrier);
+    o["tx_compressed"] = or_null(i.tx_compressed);
     o["pause"] = counters(i.pause);
     return o;
 }
@@ -67,11 +61,11 @@ Json rdma_json(const RdmaPort& p) {
                 {"port", p.port},
                 {"state", p.state},
                 {"phys_state", p.phys_state},
-                {"rate_gbps", opt(p.rate_gbps)},
+                {"rate_gbps", or_null(p.rate_gbps)},
                 {"link_layer", p.link_layer},
                 {"netdev", p.netdev},
-                {"rx_bytes", opt(p.rx_bytes)},
-                {"tx_bytes", opt(p.tx_bytes)},
+                {"rx_bytes", or_null(p.rx_bytes)},
+                {"tx_bytes", or_null(p.tx_bytes)},
                 {"counters", counters(p.counters)},
                 {"hw_counters", counters(p.hw_counters)}};
 }
@@ -83,23 +77,23 @@ Json gpu_json(const Gpu& g) {
            {"name", g.name},
            {"vendor", g.vendor}};
     o["minor_number"] = g.minor_number ? Json(*g.minor_number) : Json(nullptr);
-    o["utilization_pct"] = opt(g.utilization_pct);
-    o["memory_used_bytes"] = opt(g.memory_used_bytes);
-    o["memory_total_bytes"] = opt(g.memory_total_bytes);
-    o["temperature_c"] = opt(g.temperature_c);
-    o["power_w"] = opt(g.power_w);
-    o["power_limit_w"] = opt(g.power_limit_w);
-    o["sm_clock_mhz"] = opt(g.sm_clock_mhz);
-    o["max_sm_clock_mhz"] = opt(g.max_sm_clock_mhz);
-    o["throttle_reasons_mask"] = opt(g.throttle_reasons_mask);
+    o["utilization_pct"] = or_null(g.utilization_pct);
+    o["memory_used_bytes"] = or_null(g.memory_used_bytes);
+    o["memory_total_bytes"] = or_null(g.memory_total_bytes);
+    o["temperature_c"] = or_null(g.temperature_c);
+    o["power_w"] = or_null(g.power_w);
+    o["power_limit_w"] = or_null(g.power_limit_w);
+    o["sm_clock_mhz"] = or_null(g.sm_clock_mhz);
+    o["max_sm_clock_mhz"] = or_null(g.max_sm_clock_mhz);
+    o["throttle_reasons_mask"] = or_null(g.throttle_reasons_mask);
     o["throttle_reasons"] = g.throttle_reasons;
-    o["violation_power_ns"] = opt(g.violation_power_ns);
-    o["violation_thermal_ns"] = opt(g.violation_thermal_ns);
-    o["ecc_uncorrected"] = opt(g.ecc_uncorrected);
-    o["ecc_corrected"] = opt(g.ecc_corrected);
-    o["remapped_rows_pending"] = opt(g.remapped_rows_pending);
-    o["remapped_rows_failure"] = opt(g.remapped_rows_failure);
-    o["energy_mj"] = opt(g.energy_mj);
+    o["violation_power_ns"] = or_null(g.violation_power_ns);
+    o["violation_thermal_ns"] = or_null(g.violation_thermal_ns);
+    o["ecc_uncorrected"] = or_null(g.ecc_uncorrected);
+    o["ecc_corrected"] = or_null(g.ecc_corrected);
+    o["remapped_rows_pending"] = or_null(g.remapped_rows_pending);
+    o["remapped_rows_failure"] = or_null(g.remapped_rows_failure);
+    o["energy_mj"] = or_null(g.energy_mj);
     o["xid"] = g.xid;
     add_gpu_depth_json(g, o);
     return o;
@@ -268,14 +262,14 @@ Json to_json(const Snapshot& s) {
            {"host", s.host}};
     o["context"] = context_json(s.context);
     const auto& h = s.host_stats;
-    o["host_stats"] = Json{{"load1", opt(h.load1)},
-                           {"load5", opt(h.load5)},
-                           {"load15", opt(h.load15)},
-                           {"mem_total_bytes", opt(h.mem_total_bytes)},
-                           {"mem_available_bytes", opt(h.mem_available_bytes)},
-                           {"procs_running", opt(h.procs_running)},
-                           {"procs_blocked", opt(h.procs_blocked)},
-                           {"oom_kills", opt(h.oom_kills)},
+    o["host_stats"] = Json{{"load1", or_null(h.load1)},
+                           {"load5", or_null(h.load5)},
+                           {"load15", or_null(h.load15)},
+                           {"mem_total_bytes", or_null(h.mem_total_bytes)},
+                           {"mem_available_bytes", or_null(h.mem_available_bytes)},
+                           {"procs_running", or_null(h.procs_running)},
+                           {"procs_blocked", or_null(h.procs_blocked)},
+                           {"oom_kills", or_null(h.oom_kills)},
                            {"psi", psi_to_json(h.psi)}};
     o["interfaces"] = Json::array();
     for (const auto& i : s.interfaces) o["interfaces"].push_back(interface_json(i));

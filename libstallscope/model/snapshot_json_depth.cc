@@ -3,17 +3,8 @@
 namespace stallscope {
 namespace {
 
+using json_fields::or_null;
 using json_fields::Reader;
-
-Json opt(const Counter& c) {
-    return c ? Json(*c) : Json(nullptr);
-}
-Json opt(const Gauge& g) {
-    return g ? Json(*g) : Json(nullptr);
-}
-Json opt(const std::optional<int>& i) {
-    return i ? Json(*i) : Json(nullptr);
-}
 
 std::optional<int> read_int(const Reader& r, const char* key) {
     if (auto v = r.integer(key)) return static_cast<int>(*v);
@@ -87,21 +78,21 @@ GpuProcess read_process(const Reader& r) {
 }  // namespace
 
 Json psi_to_json(const Psi& p) {
-    return Json{{"cpu_some_avg10", opt(p.cpu_some_avg10)},
-                {"cpu_some_avg60", opt(p.cpu_some_avg60)},
-                {"io_some_avg10", opt(p.io_some_avg10)},
-                {"io_some_avg60", opt(p.io_some_avg60)},
-                {"io_full_avg10", opt(p.io_full_avg10)},
-                {"io_full_avg60", opt(p.io_full_avg60)},
-                {"memory_some_avg10", opt(p.memory_some_avg10)},
-                {"memory_some_avg60", opt(p.memory_some_avg60)},
-                {"memory_full_avg10", opt(p.memory_full_avg10)},
-                {"memory_full_avg60", opt(p.memory_full_avg60)},
-                {"cpu_some_total_us", opt(p.cpu_some_total_us)},
-                {"io_some_total_us", opt(p.io_some_total_us)},
-                {"io_full_total_us", opt(p.io_full_total_us)},
-                {"memory_some_total_us", opt(p.memory_some_total_us)},
-                {"memory_full_total_us", opt(p.memory_full_total_us)}};
+    return Json{{"cpu_some_avg10", or_null(p.cpu_some_avg10)},
+                {"cpu_some_avg60", or_null(p.cpu_some_avg60)},
+                {"io_some_avg10", or_null(p.io_some_avg10)},
+                {"io_some_avg60", or_null(p.io_some_avg60)},
+                {"io_full_avg10", or_null(p.io_full_avg10)},
+                {"io_full_avg60", or_null(p.io_full_avg60)},
+                {"memory_some_avg10", or_null(p.memory_some_avg10)},
+                {"memory_some_avg60", or_null(p.memory_some_avg60)},
+                {"memory_full_avg10", or_null(p.memory_full_avg10)},
+                {"memory_full_avg60", or_null(p.memory_full_avg60)},
+                {"cpu_some_total_us", or_null(p.cpu_some_total_us)},
+                {"io_some_total_us", or_null(p.io_some_total_us)},
+                {"io_full_total_us", or_null(p.io_full_total_us)},
+                {"memory_some_total_us", or_null(p.memory_some_total_us)},
+                {"memory_full_total_us", or_null(p.memory_full_total_us)}};
 }
 
 Psi read_psi(const Reader& pr) {
@@ -125,34 +116,34 @@ Psi read_psi(const Reader& pr) {
 }
 
 Json gpm_to_json(const GpmMetrics& g) {
-    return Json{{"sm_active_pct", opt(g.sm_active_pct)},
-                {"sm_occupancy_pct", opt(g.sm_occupancy_pct)},
-                {"tensor_active_pct", opt(g.tensor_active_pct)},
-                {"dram_bandwidth_pct", opt(g.dram_bandwidth_pct)},
-                {"pcie_tx_mib_per_s", opt(g.pcie_tx_mib_per_s)},
-                {"pcie_rx_mib_per_s", opt(g.pcie_rx_mib_per_s)},
-                {"nvlink_tx_mib_per_s", opt(g.nvlink_tx_mib_per_s)},
-                {"nvlink_rx_mib_per_s", opt(g.nvlink_rx_mib_per_s)}};
+    return Json{{"sm_active_pct", or_null(g.sm_active_pct)},
+                {"sm_occupancy_pct", or_null(g.sm_occupancy_pct)},
+                {"tensor_active_pct", or_null(g.tensor_active_pct)},
+                {"dram_bandwidth_pct", or_null(g.dram_bandwidth_pct)},
+                {"pcie_tx_mib_per_s", or_null(g.pcie_tx_mib_per_s)},
+                {"pcie_rx_mib_per_s", or_null(g.pcie_rx_mib_per_s)},
+                {"nvlink_tx_mib_per_s", or_null(g.nvlink_tx_mib_per_s)},
+                {"nvlink_rx_mib_per_s", or_null(g.nvlink_rx_mib_per_s)}};
 }
 
 Json interconnect_to_json(const GpuInterconnect& l) {
-    return Json{{"nvlink_link_count", opt(l.nvlink_link_count)},
-                {"nvlink_tx_bytes", opt(l.nvlink_tx_bytes)},
-                {"nvlink_rx_bytes", opt(l.nvlink_rx_bytes)},
-                {"nvlink_crc_errors", opt(l.nvlink_crc_errors)},
-                {"nvlink_replay_errors", opt(l.nvlink_replay_errors)},
-                {"nvlink_recovery_errors", opt(l.nvlink_recovery_errors)},
-                {"pcie_replay_count", opt(l.pcie_replay_count)},
-                {"pcie_tx_bytes", opt(l.pcie_tx_bytes)},
-                {"pcie_rx_bytes", opt(l.pcie_rx_bytes)}};
+    return Json{{"nvlink_link_count", or_null(l.nvlink_link_count)},
+                {"nvlink_tx_bytes", or_null(l.nvlink_tx_bytes)},
+                {"nvlink_rx_bytes", or_null(l.nvlink_rx_bytes)},
+                {"nvlink_crc_errors", or_null(l.nvlink_crc_errors)},
+                {"nvlink_replay_errors", or_null(l.nvlink_replay_errors)},
+                {"nvlink_recovery_errors", or_null(l.nvlink_recovery_errors)},
+                {"pcie_replay_count", or_null(l.pcie_replay_count)},
+                {"pcie_tx_bytes", or_null(l.pcie_tx_bytes)},
+                {"pcie_rx_bytes", or_null(l.pcie_rx_bytes)}};
 }
 
 Json mig_to_json(const MigInstance& m) {
     return Json{{"parent_uuid", m.parent_uuid},
                 {"parent_pci_bus_id", m.parent_pci_bus_id},
                 {"parent_index", m.parent_index},
-                {"gpu_instance_id", opt(m.gpu_instance_id)},
-                {"compute_instance_id", opt(m.compute_instance_id)},
+                {"gpu_instance_id", or_null(m.gpu_instance_id)},
+                {"compute_instance_id", or_null(m.compute_instance_id)},
                 {"gauges_from_parent", m.gauges_from_parent}};
 }
 
@@ -160,9 +151,9 @@ Json processes_to_json(const std::vector<GpuProcess>& processes) {
     Json a = Json::array();
     for (const auto& p : processes)
         a.push_back(Json{{"pid", p.pid},
-                         {"used_memory_bytes", opt(p.used_memory_bytes)},
-                         {"gpu_instance_id", opt(p.gpu_instance_id)},
-                         {"compute_instance_id", opt(p.compute_instance_id)},
+                         {"used_memory_bytes", or_null(p.used_memory_bytes)},
+                         {"gpu_instance_id", or_null(p.gpu_instance_id)},
+                         {"compute_instance_id", or_null(p.compute_instance_id)},
                          {"cgroup", p.cgroup},
                          {"job_id", p.job_id},
                          {"uid", p.uid ? Json(*p.uid) : Json(nullptr)},
@@ -176,17 +167,17 @@ Json job_cgroup_to_json(const JobCgroup& c) {
                 {"scope", c.scope},
                 {"job_id", c.job_id},
                 {"step_id", c.step_id},
-                {"memory_current_bytes", opt(c.memory_current_bytes)},
-                {"memory_peak_bytes", opt(c.memory_peak_bytes)},
-                {"memory_max_bytes", opt(c.memory_max_bytes)},
-                {"memory_oom_events", opt(c.memory_oom_events)},
-                {"memory_oom_kill_events", opt(c.memory_oom_kill_events)},
-                {"cpu_usage_usec", opt(c.cpu_usage_usec)},
-                {"cpu_user_usec", opt(c.cpu_user_usec)},
-                {"cpu_system_usec", opt(c.cpu_system_usec)},
-                {"cpu_nr_periods", opt(c.cpu_nr_periods)},
-                {"cpu_nr_throttled", opt(c.cpu_nr_throttled)},
-                {"cpu_throttled_usec", opt(c.cpu_throttled_usec)},
+                {"memory_current_bytes", or_null(c.memory_current_bytes)},
+                {"memory_peak_bytes", or_null(c.memory_peak_bytes)},
+                {"memory_max_bytes", or_null(c.memory_max_bytes)},
+                {"memory_oom_events", or_null(c.memory_oom_events)},
+                {"memory_oom_kill_events", or_null(c.memory_oom_kill_events)},
+                {"cpu_usage_usec", or_null(c.cpu_usage_usec)},
+                {"cpu_user_usec", or_null(c.cpu_user_usec)},
+                {"cpu_system_usec", or_null(c.cpu_system_usec)},
+                {"cpu_nr_periods", or_null(c.cpu_nr_periods)},
+                {"cpu_nr_throttled", or_null(c.cpu_nr_throttled)},
+                {"cpu_throttled_usec", or_null(c.cpu_throttled_usec)},
                 {"psi", psi_to_json(c.psi)}};
 }
 

@@ -4,26 +4,14 @@
 #include <sstream>
 
 #include "libstallscope/model/snapshot_json.h"
+#include "tests/cli/fixture_env.h"
 #include "tests/support/run_process.h"
 
 using namespace stallscope;
+using stallscope::test::fixture_node_env;
 using stallscope::test::run_process;
 
 namespace {
-
-std::vector<std::string> node_env(const std::string& node) {
-    const std::string root = std::string(STALLSCOPE_FIXTURES_DIR) + "/nodes/" + node;
-    return {"STALLSCOPE_PROCFS_ROOT=" + root + "/proc",
-            "STALLSCOPE_SYSFS_ROOT=" + root + "/sys",
-            "STALLSCOPE_ETHTOOL_ROOT=" + root + "/ethtool",
-            "STALLSCOPE_DEV_ROOT=" + root + "/dev",
-            "STALLSCOPE_NVML_LIBRARY=" FAKE_NVML_PATH,
-            "STALLSCOPE_FAKE_NVML_FIXTURE=" + root + "/nvml.json",
-            "STALLSCOPE_NVIDIA_SMI=/nonexistent/nvidia-smi",
-            "SLURM_JOB_ID=",
-            "SLURM_STEP_GPUS=",
-            "SLURM_JOB_GPUS="};
-}
 
 std::vector<Json> json_lines(const std::string& text) {
     std::vector<Json> out;
@@ -68,7 +56,7 @@ TEST_CASE("usage errors are one line on stderr and exit code 2") {
 
 TEST_CASE("periodic --json on the DGX-like fixture prints one line per sample with the fake NVML's 8 GPUs") {
     const auto r = run_process({STALLSCOPE_EXE, "--interval-seconds", "0.05", "--count", "3", "--json"},
-                               node_env("dgx-h100"));
+                               fixture_node_env("dgx-h100"));
     REQUIRE(r.exit_code == 0);
     const auto lines = json_lines(r.out);
     REQUIRE(lines.size() == 3);
@@ -85,7 +73,7 @@ TEST_CASE("periodic --json on the DGX-like fixture prints one line per sample wi
 }
 
 TEST_CASE("the garbage node gives valid JSON, exit 0, and warnings naming the bad inputs") {
-    const auto r = run_process({STALLSCOPE_EXE, "--json"}, node_env("garbage"));
+    const auto r = run_process({STALLSCOPE_EXE, "--json"}, fixture_node_env("garbage"));
     REQUIRE(r.exit_code == 0);
     const Json j = Json::parse(r.out);
     CHECK(j["warnings"].size() >= 5);
@@ -93,7 +81,7 @@ TEST_CASE("the garbage node gives valid JSON, exit 0, and warnings naming the ba
 }
 
 TEST_CASE("one-shot mode fires no delta rule and says why") {
-    const auto r = run_process({STALLSCOPE_EXE, "--json"}, node_env("roce"));
+    const auto r = run_process({STALLSCOPE_EXE, "--json"}, fixture_node_env("roce"));
     REQUIRE(r.exit_code == 0);
     const Json j = Json::parse(r.out);
     bool says_why = j["profile"].value("unknown_reason", "").find("sample") != std::string::npos;
@@ -103,7 +91,7 @@ TEST_CASE("one-shot mode fires no delta rule and says why") {
 }
 
 TEST_CASE("an AMD node reports its MI300X GPUs and no complaint about missing NVML") {
-    auto env = node_env("amd-mi300");
+    auto env = fixture_node_env("amd-mi300");
     env.push_back("STALLSCOPE_NVML_LIBRARY=/nonexistent/libnvidia-ml.so.1");
     const auto r = run_process({STALLSCOPE_EXE, "--json"}, env);
     REQUIRE(r.exit_code == 0);

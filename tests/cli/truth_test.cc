@@ -7,27 +7,15 @@
 #include <sstream>
 
 #include "libstallscope/model/snapshot_json.h"
+#include "tests/cli/fixture_env.h"
 #include "tests/support/run_process.h"
 
 using namespace stallscope;
+using stallscope::test::fixture_node_env;
 using stallscope::test::make_temp_dir;
 using stallscope::test::run_process;
 
 namespace {
-
-std::vector<std::string> node_env(const std::string& node) {
-    const std::string root = std::string(STALLSCOPE_FIXTURES_DIR) + "/nodes/" + node;
-    return {"STALLSCOPE_PROCFS_ROOT=" + root + "/proc",
-            "STALLSCOPE_SYSFS_ROOT=" + root + "/sys",
-            "STALLSCOPE_ETHTOOL_ROOT=" + root + "/ethtool",
-            "STALLSCOPE_DEV_ROOT=" + root + "/dev",
-            "STALLSCOPE_NVML_LIBRARY=" FAKE_NVML_PATH,
-            "STALLSCOPE_FAKE_NVML_FIXTURE=" + root + "/nvml.json",
-            "STALLSCOPE_NVIDIA_SMI=/nonexistent/nvidia-smi",
-            "SLURM_JOB_ID=",
-            "SLURM_STEP_GPUS=",
-            "SLURM_JOB_GPUS="};
-}
 
 std::size_t count_of(const std::string& text, const std::string& what) {
     std::size_t n = 0;
@@ -99,8 +87,8 @@ TEST_CASE("--alert-webhook-url notaurl is one message with one prefix") {
 TEST_CASE("a Prometheus textfile that cannot be written is on stderr, in warnings, and exit 1") {
     const std::string dir = make_temp_dir("views-sink");
     for (const std::string& path : {std::string("/nonexistent/dir/s.prom"), dir}) {
-        const auto r =
-            run_process({STALLSCOPE_EXE, "--json", "--prometheus-textfile", path}, node_env("dgx-h100"));
+        const auto r = run_process({STALLSCOPE_EXE, "--json", "--prometheus-textfile", path},
+                                   fixture_node_env("dgx-h100"));
         CHECK_MESSAGE(r.exit_code == 1, path);
         CHECK(r.err.find("prometheus textfile " + path) != std::string::npos);
         const Json j = Json::parse(r.out);
@@ -115,7 +103,7 @@ TEST_CASE("a Prometheus textfile that cannot be written is on stderr, in warning
 TEST_CASE("periodic output repeats a sink failure only when it changes, and stamps each sample's time") {
     const auto r = run_process({STALLSCOPE_EXE, "--interval-seconds", "0.05", "--count", "4",
                                 "--prometheus-textfile", "/nonexistent/dir/s.prom"},
-                               node_env("garbage"));
+                               fixture_node_env("garbage"));
     CHECK(r.exit_code == 1);
     CHECK(count_of(r.err, "prometheus textfile") == 1);
     // Four samples, each starting with an RFC 3339 time; the garbage node's warnings printed once.
@@ -131,7 +119,7 @@ TEST_CASE("periodic output repeats a sink failure only when it changes, and stam
 
 TEST_CASE("an Alertmanager nobody listens on is reported, not swallowed") {
     // The throttled fake-NVML fixture profiles FAIL_RISK on its first sample: there are alerts to post.
-    auto env = node_env("dgx-h100");
+    auto env = fixture_node_env("dgx-h100");
     env[5] = "STALLSCOPE_FAKE_NVML_FIXTURE=" + std::string(STALLSCOPE_FIXTURES_DIR) + "/nvml/throttled.json";
     const auto r =
         run_process({STALLSCOPE_EXE, "--json", "--alert-webhook-url", "http://127.0.0.1:9/"}, env, 30);
@@ -147,7 +135,7 @@ TEST_CASE("an Alertmanager nobody listens on is reported, not swallowed") {
 }
 
 TEST_CASE("periodic: a failing Alertmanager is reported once while it keeps failing, then summed up") {
-    auto env = node_env("dgx-h100");
+    auto env = fixture_node_env("dgx-h100");
     env[5] = "STALLSCOPE_FAKE_NVML_FIXTURE=" + std::string(STALLSCOPE_FIXTURES_DIR) + "/nvml/throttled.json";
     const auto r = run_process({STALLSCOPE_EXE, "--interval-seconds", "0.3", "--count", "8", "--json",
                                 "--alert-webhook-url", "http://127.0.0.1:9/"},
@@ -161,7 +149,7 @@ TEST_CASE("a job adopted from another process's environment is named as such") {
     const std::string proc = make_temp_dir("views-proc");
     ::mkdir((proc + "/4242").c_str(), 0755);
     std::ofstream(proc + "/4242/environ") << std::string("SLURM_JOB_ID=4242\0SLURM_STEP_ID=0\0", 34);
-    auto env = node_env("vm");
+    auto env = fixture_node_env("vm");
     env.front() = "STALLSCOPE_PROCFS_ROOT=" + proc;  // a /proc with one process: a job step's
     const auto text = run_process({STALLSCOPE_EXE}, env);
     CHECK(text.exit_code == 0);
