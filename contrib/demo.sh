@@ -61,7 +61,9 @@ OUT="$WORK/stallscope-$JOB"
 say "what the job left in its directory ($OUT)"
 ls -l "$OUT"
 echo
-echo "timeline: $(ls "$OUT"/timeline.*.jsonl)"
+TIMELINE=$(ls "$OUT"/timeline.*.jsonl.zst)
+echo "timeline: $TIMELINE ($(stat -c %s "$TIMELINE") bytes, zstd; its first sample as JSON:)"
+"$STALLSCOPE_HELPER" export "$TIMELINE" | sed -n 2p | cut -c1-300
 echo "verdict:  $(ls "$OUT"/verdict.*.json)"
 
 say "the verdict (stallscope report $OUT)"

@@ -129,12 +129,13 @@ int run_record(int argc, char** argv, int first) {
     Snapshot snap = sampler.sample();
     const std::string stem = file_name_part(snap.context.step_id.empty() ? "0" : snap.context.step_id) + "." +
                              file_name_part(snap.host);
-    // 1: timeline.<step>.<host>.jsonl (every counter every sample), 2: .jsonl.zst (changes, compressed).
+    // 2 (default): timeline.<step>.<host>.jsonl.zst (changes, compressed); 1: .jsonl (every counter in
+    // every line, for tools that read the plain lines).
     const auto format_option = args.value("timeline-format");
     if (format_option && *format_option != "1" && *format_option != "2")
         throw UsageError("--timeline-format must be 1 or 2");
     const TimelineFormat format =
-        format_option && *format_option == "2" ? TimelineFormat::zstd_v2 : TimelineFormat::jsonl_v1;
+        format_option && *format_option == "1" ? TimelineFormat::jsonl_v1 : TimelineFormat::zstd_v2;
     const std::string timeline_path = out.path + "/timeline." + stem + timeline_suffix(format);
     // Our diagnostics go to a log next to the timeline (the plugin gives us /dev/null as stderr).
     const std::string log_path = out.path + "/helper." + stem + ".log";

@@ -35,8 +35,8 @@ Usage:
                     [--driver-timeout S] [--prometheus-textfile PATH] [--alert-webhook-url URL] [--rules FILE]
                     [--timeline-format 1|2] [--job-writer [--merge-wait-seconds S]]
                                               the per-step helper; the Slurm plugin starts it for
-                                              `srun --stallscope=N`. Writes timeline.<step>.<host>.jsonl and,
-                                              on SIGTERM, verdict.<step>.<host>.json into DIR
+                                              `srun --stallscope=N`. Writes timeline.<step>.<host>.jsonl.zst
+                                              and, on SIGTERM, verdict.<step>.<host>.json into DIR
   stallscope replay TIMELINE|DIR|-... [--rules FILE] [--json] [--jobs N]
                                               re-profile recorded timelines (same thresholds -> same verdict)
   stallscope export TIMELINE|-                a timeline (v1 or v2) as v1 JSON lines, every sample whole
@@ -84,7 +84,7 @@ struct SubcommandHelp {
 constexpr SubcommandHelp kSubcommandHelp[] = {
     {"record", R"(Usage: stallscope record --out-dir DIR [options]
 The per-step helper; the Slurm plugin starts it for `srun --stallscope=N`. Writes
-timeline.<step>.<host>.jsonl and, on SIGTERM, verdict.<step>.<host>.json into DIR.
+timeline.<step>.<host>.jsonl.zst and, on SIGTERM, verdict.<step>.<host>.json into DIR.
 
   --out-dir DIR                 output directory (required; falls back to a private directory when unwritable)
   --interval-seconds N          sampling interval (default 30, minimum 0.01)
@@ -95,9 +95,10 @@ timeline.<step>.<host>.jsonl and, on SIGTERM, verdict.<step>.<host>.json into DI
   --prometheus-textfile PATH    also write Prometheus metrics to PATH (at most every 10 s)
   --alert-webhook-url URL       also POST Alertmanager v2 alerts
   --rules FILE                  thresholds file (default: built-in thresholds)
-  --timeline-format 1|2         1 (default): timeline.<step>.<host>.jsonl, every sample whole;
-                                2: timeline.<step>.<host>.jsonl.zst, header once, then only what changed,
-                                zstd with a flush per sample (`stallscope export FILE` or `zstdcat | jq`)
+  --timeline-format 1|2         2 (default): timeline.<step>.<host>.jsonl.zst, header once, then only
+                                what changed, zstd with a flush per sample (read it with
+                                `stallscope export FILE` or `zstdcat FILE | jq`);
+                                1: timeline.<step>.<host>.jsonl, every counter in every line
   --job-writer                  merge the job dir at stop (summary.json) and print the job's segment
   --merge-wait-seconds S        with --job-writer: wait up to S for the other nodes' verdicts (default 5)
 )"},

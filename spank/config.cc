@@ -118,6 +118,11 @@ ConfigParse parse_plugin_args(const std::vector<std::string_view>& args) {
                 *flag = value == "1";
             else
                 bad(arg, "expected 0 or 1");
+        } else if (key == "timeline_format") {
+            if (value == "1" || value == "2")
+                c.timeline_format = value == "1" ? 1 : 2;
+            else
+                bad(arg, "expected 1 (timeline.*.jsonl) or 2 (timeline.*.jsonl.zst)");
         } else if (key == "scontrol") {
             if (is_absolute_path(value))
                 c.scontrol = value;

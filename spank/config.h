@@ -49,6 +49,9 @@ struct PluginConfig {
     // Absolute path of scontrol, run as root: must be a root-owned regular file in root-owned
     // directories that nobody else can write (check_root_owned_program in process.h).
     std::string scontrol = "/usr/bin/scontrol";
+    // Timeline format the helper writes: 2 = timeline.*.jsonl.zst (changes only, zstd; ~30x smaller),
+    // 1 = timeline.*.jsonl (every counter every sample) for sites whose own tools read the plain lines.
+    unsigned timeline_format = 2;
 };
 
 // scontrol calls one job comment write makes at most (ping, show job, show job -o, update).

@@ -81,7 +81,8 @@ std::vector<std::string> record_argv(const PluginConfig& config, std::string_vie
             "--out-dir",          std::string(out_dir),
             "--interval-seconds", std::to_string(interval),
             "--lock-file",        job_run_dir(config, job_id) + "/sampler.lock",
-            "--liveness-fd",      std::to_string(kLivenessFd)};
+            "--liveness-fd",      std::to_string(kLivenessFd),
+            "--timeline-format",  std::to_string(config.timeline_format)};
 }
 
 std::vector<std::string> summarize_argv(const PluginConfig& config, std::string_view dir) {

@@ -7,9 +7,14 @@ class Exporter final : public TimelineVisitor {
   public:
     explicit Exporter(std::FILE* out) : out_(out) {}
 
+    // A v2 writer that reopened its file (helper restarted, timeline moved off a full disk) repeats the
+    // header at the start of its new frame; a v1 file has one header, so a repeat of the same header is
+    // passed on once (a different one is kept: it says something changed).
     void header(const Json& h) override {
         Json v1 = h;
         if (v1.contains("schema")) v1["schema"] = kTimelineSchema;
+        if (have_header_ && v1 == first_header_) return;
+        if (!have_header_) first_header_ = v1, have_header_ = true;
         write(v1);
     }
     void sample(Snapshot&& snapshot) override {
@@ -29,6 +34,8 @@ class Exporter final : public TimelineVisitor {
     }
 
     std::FILE* out_;
+    Json first_header_;
+    bool have_header_ = false;
     Json line_, fields_;
     std::string text_;
 };

@@ -41,6 +41,16 @@ Json read_json(const std::string& path) {
     return Json::parse(in);
 }
 
+// A timeline's lines as JSON, through `stallscope export` (the documented way to read a v2 .jsonl.zst).
+std::vector<Json> timeline_lines(const std::string& path) {
+    const auto r = run_process({STALLSCOPE_EXE, "export", path});
+    REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+    std::vector<Json> lines;
+    std::istringstream in(r.out);
+    for (std::string line; std::getline(in, line);) lines.push_back(Json::parse(line));
+    return lines;
+}
+
 std::string only_file(const std::string& dir, const std::string& prefix) {
     const auto r = run_process({"/bin/ls", dir});
     std::istringstream in(r.out);
@@ -61,6 +71,8 @@ TEST_CASE("record writes a timeline and a verdict that replay reproduces byte fo
     const std::string timeline = only_file(out, "timeline.0.");
     const std::string verdict = only_file(out, "verdict.0.");
     REQUIRE_FALSE(timeline.empty());
+    CHECK(timeline.size() > 4);
+    CHECK(timeline.substr(timeline.size() - 10) == ".jsonl.zst");  // v2 is the default
     REQUIRE_FALSE(verdict.empty());
     const Json v = read_json(verdict);
     CHECK(v["schema"] == "stallscope.verdict/1");
@@ -133,10 +145,8 @@ TEST_CASE("a helper stopped (SIGSTOP) until the step ends: woken by the stop, th
     for (const auto& w : v["warnings"])
         warned = warned || w.get<std::string>().find("before the stop (from ") != std::string::npos;
     CHECK_MESSAGE(warned, v["warnings"].dump());
-    std::ifstream in(only_file(out, "timeline.0."));
     int gap_events = 0;
-    for (std::string line; std::getline(in, line);) {
-        const Json j = Json::parse(line);
+    for (const Json& j : timeline_lines(only_file(out, "timeline.0."))) {
         if (j["type"] == "event" && j["kind"] == "sampling_gap") {
             ++gap_events;
             CHECK(j["until_stop"] == true);
@@ -177,7 +187,10 @@ TEST_CASE("an unwritable output dir falls back to a private dir and the verdict 
     CHECK(v["warnings"][0].get<std::string>().find("not writable") != std::string::npos);
 }
 
-TEST_CASE("a disk that fills up during the step: the timeline moves to the fallback dir, nothing lost") {
+namespace {
+
+// The helper fills a 64 KiB tmpfs (less `filler` bytes) mid-step, ENOSPC in the middle of a write.
+void disk_fills_up(const std::string& format, std::size_t filler, int count) {
     if (::geteuid() != 0) {
         MESSAGE("skipped: mounting a small tmpfs needs root");
         return;
@@ -185,11 +198,11 @@ TEST_CASE("a disk that fills up during the step: the timeline moves to the fallb
     const std::string tmp = make_temp_dir("full");
     const std::string disk = tmp + "/disk";
     REQUIRE(::mkdir(disk.c_str(), 0755) == 0);
-    // 64 KiB: room for the header and a dozen samples, then ENOSPC in the middle of a line.
     REQUIRE(run_process({"/bin/mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", disk}).exit_code == 0);
+    if (filler > 0) std::ofstream(disk + "/filler") << std::string(filler, 'x');
     const auto r = run_process(
         {STALLSCOPE_EXE, "record", "--out-dir", disk + "/stallscope-4242", "--interval-seconds", "0.02",
-         "--count", "60"},
+         "--count", std::to_string(count), "--timeline-format", format},
         [&] {
             auto env = job_env("vm");
             env.push_back("TMPDIR=" + tmp);
@@ -207,15 +220,15 @@ TEST_CASE("a disk that fills up during the step: the timeline moves to the fallb
     CHECK(left_on_disk.empty());  // moved, giving the full disk its space back
     const std::string fallback = tmp + "/stallscope-" + std::to_string(::getuid()) + "/stallscope-4242";
     const std::string timeline = only_file(fallback, "timeline.0.");
-    std::ifstream in(timeline);
     int samples = 0, headers = 0, verdicts = 0;
-    for (std::string line; std::getline(in, line);) {
-        const Json j = Json::parse(line);  // every line complete: the torn one was dropped and rewritten
+    // Every line complete: v1 drops the torn line and rewrites it; v2 skips the torn block and the reopened
+    // writer starts a new frame (with the header again, which export passes on once).
+    for (const Json& j : timeline_lines(timeline)) {
         samples += j["type"] == "sample";
         headers += j["type"] == "header";
         verdicts += j["type"] == "verdict";
     }
-    CHECK(samples == 60);
+    CHECK(samples == count);
     CHECK(headers == 1);
     CHECK(verdicts == 1);
     const Json v = read_json(only_file(fallback, "verdict.0."));
@@ -227,11 +240,22 @@ TEST_CASE("a disk that fills up during the step: the timeline moves to the fallb
     CHECK(Json::parse(replay.out)["matches_recorded"] == true);
 }
 
-TEST_CASE("replay skips a torn last line with a warning and still gives a verdict") {
+}  // namespace
+
+TEST_CASE("a disk that fills up during the step: the v1 timeline moves to the fallback dir, nothing lost") {
+    disk_fills_up("1", 0, 60);  // 64 KiB: the header and a dozen samples of ~1.7 KB, then ENOSPC
+}
+
+TEST_CASE("a disk that fills up during the step: the v2 timeline moves to the fallback dir, nothing lost") {
+    // ~25 B per sample: leave one 4 KiB page, which the first frame and ~100 samples fill.
+    disk_fills_up("2", 60 * 1024, 200);
+}
+
+TEST_CASE("replay skips a torn last line of a v1 timeline with a warning and still gives a verdict") {
     const std::string out = make_temp_dir("torn") + "/stallscope-4242";
-    REQUIRE(run_process(
-                {STALLSCOPE_EXE, "record", "--out-dir", out, "--interval-seconds", "0.05", "--count", "3"},
-                job_env("vm"))
+    REQUIRE(run_process({STALLSCOPE_EXE, "record", "--out-dir", out, "--interval-seconds", "0.05", "--count",
+                         "3", "--timeline-format", "1"},
+                        job_env("vm"))
                 .exit_code == 0);
     const std::string timeline = only_file(out, "timeline.0.");
     std::ofstream(timeline, std::ios::app) << R"({"type":"sample","unix_ti)";
@@ -240,6 +264,24 @@ TEST_CASE("replay skips a torn last line with a warning and still gives a verdic
     const Json rj = Json::parse(replay.out);
     CHECK(rj["replay_warnings"].size() == 1);
     CHECK(replay.err.find("torn last line") != std::string::npos);
+}
+
+TEST_CASE("replay of a v2 timeline cut short (helper killed mid-write) warns and keeps every sample before") {
+    const std::string out = make_temp_dir("torn2") + "/stallscope-4242";
+    REQUIRE(run_process(
+                {STALLSCOPE_EXE, "record", "--out-dir", out, "--interval-seconds", "0.05", "--count", "3"},
+                job_env("vm"))
+                .exit_code == 0);
+    const std::string timeline = only_file(out, "timeline.0.");
+    struct stat st {};
+    REQUIRE(::stat(timeline.c_str(), &st) == 0);
+    REQUIRE(::truncate(timeline.c_str(), st.st_size - 7) == 0);  // the zstd frame loses its end
+    const auto replay = run_process({STALLSCOPE_EXE, "replay", timeline, "--json"});
+    REQUIRE(replay.exit_code == 0);
+    const Json rj = Json::parse(replay.out);
+    CHECK(rj["samples"] == 3);
+    REQUIRE(rj["replay_warnings"].size() == 1);
+    CHECK(rj["replay_warnings"][0].get<std::string>().find("ends inside a frame") != std::string::npos);
 }
 
 TEST_CASE(
@@ -281,9 +323,9 @@ TEST_CASE("a step given 2 GPUs on a node without NVML says so in the report inst
 TEST_CASE(
     "sample lines carry a compact summary, and a timeline with full per-sample profiles replays the same") {
     const std::string out = make_temp_dir("summary") + "/stallscope-4242";
-    const auto r = run_process(
-        {STALLSCOPE_EXE, "record", "--out-dir", out, "--interval-seconds", "0.05", "--count", "4"},
-        job_env("dgx-h100"));
+    const auto r = run_process({STALLSCOPE_EXE, "record", "--out-dir", out, "--interval-seconds", "0.05",
+                                "--count", "4", "--timeline-format", "1"},
+                               job_env("dgx-h100"));
     REQUIRE(r.exit_code == 0);
     const std::string timeline = only_file(out, "timeline.0.");
     // The same recording as timelines were written before the summary: each sample with its full profile.

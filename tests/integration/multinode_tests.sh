@@ -188,7 +188,7 @@ check_job "$JB" "$W/b/stallscope-$JB" "srun -N3 alone"
 check "job $JB: step 0's node 0 (n1) wrote it" \
     eval 'grep -q "job $JB step 0: job comment written" "$D/nodes/n1/local/slurmd.log"'
 check_job "$JC" "$W/c/stallscope-$JC" "two steps per node"
-check "job $JC: one timeline per node" test "$(ls "$W/c/stallscope-$JC"/timeline.*.jsonl | wc -l)" = 3
+check "job $JC: one timeline per node" test "$(ls "$W/c/stallscope-$JC"/timeline.*.jsonl.zst | wc -l)" = 3
 echo "-- job $JD (helper killed on n3): AdminComment: $(comment "$JD")"
 check "job $JD: ONE comment write ($(plugin_writes "$JD"))" test "$(plugin_writes "$JD")" = 1
 check "job $JD: n3 named missing, root cause still n2" \

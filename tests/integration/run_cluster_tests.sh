@@ -103,12 +103,15 @@ SUCCEEDED_JOBS+=("$id")
 dir=$W/srun/stallscope-$id
 check "srun exit code 0 (job $id)" test "$rc" = 0
 check "helper runs during the step" grep -q HELPER_RUNNING <<<"$out"
-tl=$(one_file "$dir/timeline.*.jsonl")
+tl=$(one_file "$dir/timeline.*.jsonl.zst")
 vd=$(one_file "$dir/verdict.*.json")
 check "timeline and verdict exist in $dir" test -n "$tl" -a -n "$vd"
 check "files owned by $U" owned_by_user "${tl:-/}"
 check "verdict owned by $U" owned_by_user "${vd:-/}"
-check "timeline+verdict parse as JSON with job $id, step 0, 1 GPU" python3 "$HERE/check_json.py" ${tl:-/nonexistent} ${vd:-/nonexistent} --job "$id" --step 0 --gpus 1
+# The timeline as users read it: `stallscope export` gives its JSON lines.
+"$HELPER" export "${tl:-/nonexistent}" >"$W/srun/export.jsonl" || : >"$W/srun/export.jsonl"
+check "timeline (export) + verdict parse as JSON with job $id, step 0, 1 GPU" python3 "$HERE/check_json.py" "$W/srun/export.jsonl" ${vd:-/nonexistent} --job "$id" --step 0 --gpus 1
+check "the timeline is zstd (stallscope.timeline/2)" eval '[ "$(head -c 4 "${tl:-/dev/null}" | od -An -tx1 | tr -d " ")" = 28b52ffd ]' 
 check "no helper left after the step" wait_until 5 eval '! helpers_running "$id"'
 check "epilog wrote summary.json as the user" wait_until 20 test -f "$dir/summary.json"
 [ -f "$dir/summary.json" ] && check "summary.json owned by $U" owned_by_user "$dir/summary.json"
@@ -181,7 +184,9 @@ echo "== --gres=gpu:2: the helper records the step's 2 GPUs"
 out=$(as_user "$W/gpu2" srun --stallscope=1 --gres=gpu:2 sh -c 'echo JOBID=$SLURM_JOB_ID; sleep 2')
 id=$(jobid_of "$out")
 SUCCEEDED_JOBS+=("$id")
-check "GPU context = 2 GPUs (job $id)" python3 "$HERE/check_json.py" $(compgen -G "$W/gpu2/stallscope-$id/*.json*" | grep -v summary || echo /nonexistent) --gpus 2
+tl=$(one_file "$W/gpu2/stallscope-$id/timeline.*.jsonl.zst")
+"$HELPER" export "${tl:-/nonexistent}" >"$W/gpu2/export.jsonl" || : >"$W/gpu2/export.jsonl"
+check "GPU context = 2 GPUs (job $id)" python3 "$HERE/check_json.py" "$W/gpu2/export.jsonl" $(compgen -G "$W/gpu2/stallscope-$id/verdict.*.json" || echo /nonexistent) --gpus 2
 
 echo "== bad values: one stallscope line, non-zero exit, nothing submitted"
 before=$(sacct -n -X -a -o JobID -S now-1hours 2>/dev/null | wc -l)

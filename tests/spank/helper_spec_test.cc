@@ -53,9 +53,13 @@ TEST_CASE("%u comes from the job's uid, never from SLURM_JOB_USER in the job env
 TEST_CASE("record argv follows the helper exec contract exactly") {
     PluginConfig c = parse_plugin_args({"helper=/opt/bin/stallscope", "run_dir=/run/ss/"}).config;
     std::vector<std::string> want = {
-        "/opt/bin/stallscope", "record", "--out-dir",   "/o/stallscope-42",
-        "--interval-seconds",  "5",      "--lock-file", "/run/ss/42/sampler.lock",
-        "--liveness-fd",       "3"};
+        "/opt/bin/stallscope", "record", "--out-dir",         "/o/stallscope-42",
+        "--interval-seconds",  "5",      "--lock-file",       "/run/ss/42/sampler.lock",
+        "--liveness-fd",       "3",      "--timeline-format", "2"};
+    CHECK(record_argv(c, "/o/stallscope-42", 5, "42") == want);
+    // Sites whose own tools read plain JSON lines keep v1 with timeline_format=1.
+    c = parse_plugin_args({"helper=/opt/bin/stallscope", "run_dir=/run/ss/", "timeline_format=1"}).config;
+    want.back() = "1";
     CHECK(record_argv(c, "/o/stallscope-42", 5, "42") == want);
     CHECK(summarize_argv(c, "/o/d") == std::vector<std::string>{"/opt/bin/stallscope", "summarize", "/o/d"});
 }

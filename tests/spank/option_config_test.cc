@@ -78,10 +78,11 @@ TEST_CASE("plugstack: an unknown key is an error naming it, the rest still appli
 }
 
 TEST_CASE("plugstack: malformed values keep the default and are reported") {
-    ConfigParse p =
-        parse_plugin_args({"default_interval=fast", "helper=stallscope", "comment=both", "always_on=yes",
-                           "run_dir=/", "output_dir=relative/dir", "stop_timeout=-1", "novalue", "=x"});
-    CHECK(p.errors.size() == 9);
+    ConfigParse p = parse_plugin_args({"default_interval=fast", "helper=stallscope", "comment=both",
+                                       "always_on=yes", "run_dir=/", "output_dir=relative/dir",
+                                       "stop_timeout=-1", "novalue", "=x", "timeline_format=3"});
+    CHECK(p.errors.size() == 10);
+    CHECK(p.config.timeline_format == 2);
     CHECK(p.config.default_interval == 30);
     CHECK(p.config.helper == "/usr/bin/stallscope");
     CHECK(p.config.comment == CommentTarget::admin);
