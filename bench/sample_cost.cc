@@ -46,6 +46,7 @@
 #include <vector>
 
 #include "bench/bench_util.h"
+#include "bench/cli_cost.h"
 #include "bench/node_exporter_probe.h"
 #include "libstallscope/rules/profiler.h"
 #include "libstallscope/sources/factories.h"
@@ -385,6 +386,11 @@ int main(int argc, char** argv) {
         nvml = sampler_cost(nvml_only, std::max(1, opt.iterations / 4), clock).cpu;
     }
     exporter.stop();
+    // The periodic --json CLI end to end, on the same tree (no NVML: compared with node_exporter's files).
+    const char* bin_env = std::getenv("STALLSCOPE_BIN");
+    const CliCost cli = g_interrupted ? CliCost{}
+                                      : cli_json_cost(bin_env ? bin_env : STALLSCOPE_BINARY, tree, 20,
+                                                      20 + std::max(100, opt.iterations / 4));
     if (g_interrupted) {
         std::fprintf(stderr, "interrupted\n");
         return 130;
@@ -424,6 +430,13 @@ int main(int argc, char** argv) {
                     ne_gzip.cpu * 1e6, ne_gzip.count, ne_gzip.ticks);
         std::printf("    node_exporter idle, no scrapes: %ld ticks in 5 s (not subtracted)\n", idle);
     }
+    if (cli.cpu_per_sample >= 0)
+        std::printf(
+            "(4) periodic --json CLI:     %9.1f us CPU per sample   (fork/exec, every source, rules, %.0f B "
+            "JSON line; start-up removed)\n",
+            cli.cpu_per_sample * 1e6, cli.bytes_per_line);
+    else
+        std::printf("(4) periodic --json CLI: %s\n", cli.error.c_str());
     if (nvml >= 0)
         std::printf("    NVML source (%s, %zu GPUs): %.1f us CPU per sample (not in the ratios)\n",
                     nvml_lib.c_str(), gpus, nvml * 1e6);
@@ -434,6 +447,9 @@ int main(int argc, char** argv) {
             "ratio node_exporter / stallscope:    %6.2fx  (ARCHITECTURE target >= 5x, issue >= 10x)\n",
             ne.cpu / ours.cpu);
         std::printf("ratio node_exporter / floor:         %6.2fx\n", ne.cpu / floor.cpu);
+        if (cli.cpu_per_sample > 0)
+            std::printf("ratio node_exporter / --json CLI:    %6.2fx  (issue target >= 5x)\n",
+                        ne.cpu / cli.cpu_per_sample);
         if (nvml >= 0)
             std::printf("ratio node_exporter / (stallscope + NVML source): %.2fx\n",
                         ne.cpu / (ours.cpu + nvml));
