@@ -6,49 +6,15 @@
 #include "helper/html_report.h"
 #include "helper/job_report.h"
 #include "helper/subcommands.h"
+#include "helper/thresholds_option.h"
 #include "libstallscope/util/atomic_file.h"
+#include "libstallscope/util/parse_number.h"
 
 namespace stallscope::cli {
-namespace {
-
-constexpr const char* kReportHelp =
-    R"(usage: stallscope report DIR|FILE... [--json] [--all] [--node HOST] [--top N] [--html FILE]
-
-Merges a job's recordings into one verdict and prints what an admin reads first.
-DIR is a job's output directory (stallscope-<jobid>/): its verdict.<step>.<host>.json files are read
-(one small file per node and step); a node's timeline is replayed only when its verdict is missing,
-and that node is named `recording_incomplete`. FILE can also be timeline.*.jsonl or verdict.*.json.
-
-The default view fits a screen at any job size:
-  - the job verdict, worst node and port, durations per step;
-  - reasons, root cause first, identical ones on many nodes grouped
-    ("212 nodes: fabric_packet_loss on mlx5_3/1 [FAIL_RISK]: gpu-node-[0002,0005-0010]");
-  - every straggler node (GPUs below 70 % of the step's median node) and every node without a verdict;
-  - the distribution of per-node GPU utilization (min/p10/median/p90/max and a histogram);
-  - the worst nodes (label, then missing verdict, then lowest GPU utilization).
-
-options:
-  --node HOST  one node in full: its verdicts with every reason and evidence, per-GPU and per-port tables
-  --all        every node row, every reason ungrouped, every GPU and port (long on big jobs)
-  --top N      node rows in the default view (default 10)
-  --html FILE  also write the report as one self-contained HTML page (charts, sortable tables)
-  --json       the full merged data (what summary.json holds)
-Values that were not measured print as '-', never 0.
-
-examples:
-  stallscope report /shared/stallscope-4242
-  stallscope report /shared/stallscope-4242 --node gpu-node-0007
-  stallscope report /shared/stallscope-4242 --json | jq '.straggler_nodes'
-)";
-
-}  // namespace
 
 int run_report(int argc, char** argv, int first) {
-    const ParsedArgs args = parse_args(argc, argv, first, {"node", "top", "html"}, {"json", "all", "help"});
-    if (args.has("help")) {
-        std::fputs(kReportHelp, stdout);
-        return 0;
-    }
+    const ParsedArgs args =
+        parse_args(argc, argv, first, {"node", "top", "html", "rules", "jobs"}, {"json", "all"});
     if (args.positional.empty())
         throw UsageError(
             "report needs a stallscope-<jobid> directory or timeline/verdict files (see report --help)");
@@ -56,7 +22,14 @@ int run_report(int argc, char** argv, int first) {
     view.all = args.has("all");
     if (auto node = args.value("node")) view.node = *node;
     if (auto top = args.value("top")) view.top_nodes = static_cast<std::size_t>(parse_count("top", *top));
-    const JobReport report = build_job_report(args.positional);
+    JobReportOptions options;
+    if (args.has("rules")) options.rules = thresholds_from_option(args.value("rules"));
+    if (auto jobs = args.value("jobs")) {
+        const auto n = parse_u64(*jobs);
+        if (!n || *n < 1 || *n > 1024) throw UsageError("--jobs must be a number of threads (1-1024)");
+        options.threads = static_cast<unsigned>(*n);
+    }
+    const JobReport report = build_job_report(args.positional, options);
     if (report.nodes.empty()) {
         for (const auto& w : report.warnings) std::fprintf(stderr, "stallscope: %s\n", printable(w).c_str());
         std::fprintf(stderr, "stallscope: report: no readable verdict or timeline\n");

@@ -4,9 +4,11 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <map>
 #include <set>
+#include <thread>
 #include <tuple>
 
 #include "helper/verdict_file.h"
@@ -116,12 +118,13 @@ void note_unmeasured_gpus(JobReport& job, const std::string& host, std::size_t a
                         why);
 }
 
-void fill_from_replay(JobReport& job, NodeRecording& node, const std::string& timeline, bool have_verdict) {
+void fill_from_replay(JobReport& job, NodeRecording& node, const std::string& timeline, bool have_verdict,
+                      const std::optional<Thresholds>& rules) {
     NodeStatsAccumulator stats;
     ReplayResult r;
     std::string error;
     const bool replayed =
-        replay_timeline(timeline, std::nullopt, false, r, error, [&](const Snapshot& s) { stats.add(s); });
+        replay_timeline(timeline, rules, false, r, error, [&](const Snapshot& s) { stats.add(s); });
     if (!replayed) job.warnings.push_back(error);
     for (const auto& w : r.warnings) job.warnings.push_back(w);
     auto header_string = [&](const char* key) {
@@ -146,7 +149,8 @@ void fill_from_replay(JobReport& job, NodeRecording& node, const std::string& ti
         note_unmeasured_gpus(job, node.host, r.first_sample->context.gpus.size(), r.first_sample->warnings);
 }
 
-NodeRecording load_recording(JobReport& job, const RecordingFiles& files) {
+NodeRecording load_recording(JobReport& job, const RecordingFiles& files,
+                             const std::optional<Thresholds>& rules) {
     NodeRecording node;
     node.timeline_path = files.timeline;
     node.verdict_path = files.verdict;
@@ -169,17 +173,24 @@ NodeRecording load_recording(JobReport& job, const RecordingFiles& files) {
         }
     }
     identity_from_stem(files.stem, node);
-    if (have_stats) {
+    if (rules && !files.timeline.empty()) {
+        fill_from_replay(job, node, files.timeline, false, rules);  // the verdict as --rules decides it
+        node.verdict_recorded = node.verdict_recorded || have_verdict;
+        node.incomplete = !node.verdict_recorded;
+    } else if (have_stats) {
         node.source = "verdict";
         node.verdict_recorded = true;
     } else if (!files.timeline.empty()) {
-        fill_from_replay(job, node, files.timeline, have_verdict);
+        fill_from_replay(job, node, files.timeline, have_verdict, std::nullopt);
     } else {
         node.source = "verdict";
         node.verdict_recorded = have_verdict;
         node.incomplete = !have_verdict;
     }
     if (node.host.empty()) node.host = base_name(files.timeline.empty() ? files.verdict : files.timeline);
+    if (rules && files.timeline.empty())
+        job.warnings.push_back(node.host +
+                               ": no timeline to re-profile with --rules; its recorded verdict is shown");
     // A recording without a single sample (helper died at once) is named, whatever its verdict says.
     if (node.verdict.samples <= 0 && node.stats.samples <= 0) node.incomplete = true;
     std::stable_sort(node.stats.gpus.begin(), node.stats.gpus.end(),
@@ -416,12 +427,46 @@ void summarize_steps(JobReport& job) {
     job.hosts = static_cast<int>(hosts.size());
 }
 
+// Each recording into its own scratch report (warnings, notes, job identity), merged in file order: the
+// result is the same with 1 thread or 64. A thread's exception (out of memory) fails that recording only.
+void load_recordings(JobReport& job, const std::map<std::string, RecordingFiles>& recordings,
+                     const JobReportOptions& options) {
+    std::vector<const RecordingFiles*> files;
+    for (const auto& [key, f] : recordings) files.push_back(&f);
+    std::vector<JobReport> scratch(files.size());
+    std::vector<NodeRecording> loaded(files.size());
+    std::atomic<std::size_t> next{0};
+    auto work = [&] {
+        for (std::size_t i; (i = next.fetch_add(1)) < files.size();) {
+            try {
+                loaded[i] = load_recording(scratch[i], *files[i], options.rules);
+            } catch (const std::exception& e) {
+                scratch[i].warnings.push_back(files[i]->stem + ": not loaded (" + e.what() + ")");
+                loaded[i].host = files[i]->stem, loaded[i].incomplete = true;
+            }
+        }
+    };
+    const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+    const std::size_t threads =
+        std::min<std::size_t>(options.threads ? options.threads : cores, files.size());
+    std::vector<std::thread> pool;
+    for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(work);
+    work();
+    for (auto& t : pool) t.join();
+    for (std::size_t i = 0; i < files.size(); ++i) {
+        JobReport& s = scratch[i];
+        if (job.job_id.empty()) job.job_id = s.job_id, job.user = s.user, job.job_name = s.job_name;
+        job.warnings.insert(job.warnings.end(), s.warnings.begin(), s.warnings.end());
+        job.notes.insert(job.notes.end(), s.notes.begin(), s.notes.end());
+        job.nodes.push_back(std::move(loaded[i]));
+    }
+}
+
 }  // namespace
 
-JobReport build_job_report(const std::vector<std::string>& inputs) {
+JobReport build_job_report(const std::vector<std::string>& inputs, const JobReportOptions& options) {
     JobReport job;
-    for (const auto& [key, files] : find_recordings(inputs, job.warnings))
-        job.nodes.push_back(load_recording(job, files));
+    load_recordings(job, find_recordings(inputs, job.warnings), options);
     std::stable_sort(job.nodes.begin(), job.nodes.end(), [](const NodeRecording& a, const NodeRecording& b) {
         return std::tie(a.step_id, a.host) < std::tie(b.step_id, b.host);
     });

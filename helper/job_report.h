@@ -56,9 +56,19 @@ struct JobReport {
     std::vector<std::string> warnings;
 };
 
+struct JobReportOptions {
+    // `report --rules FILE`: every recording with a timeline is re-profiled with these thresholds (its
+    // verdict file was decided with the recorded ones); a recording without a timeline keeps its verdict
+    // and says so in the warnings.
+    std::optional<Thresholds> rules;
+    // Recordings loaded in parallel (replays dominate); 0: one thread per core.
+    unsigned threads = 0;
+};
+
 // Directories: their verdict.*.json and timeline.* files, paired by <step>.<host>. Files: verdict.*.json
-// is read as a verdict, anything else replayed as a timeline. Unreadable inputs become warnings.
-JobReport build_job_report(const std::vector<std::string>& inputs);
+// is read as a verdict, anything else replayed as a timeline. Unreadable inputs become warnings. The
+// result does not depend on the number of threads.
+JobReport build_job_report(const std::vector<std::string>& inputs, const JobReportOptions& options = {});
 
 // Plain-language notes of a built report (idle/throttled GPUs, paused or lossy ports, stragglers), grouped
 // when many nodes share one; called by build_job_report.

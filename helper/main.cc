@@ -40,7 +40,7 @@ Usage:
   stallscope replay TIMELINE|DIR|-... [--rules FILE] [--json] [--jobs N]
                                               re-profile recorded timelines (same thresholds -> same verdict)
   stallscope export TIMELINE|-                a timeline (v1 or v2) as v1 JSON lines, every sample whole
-  stallscope report DIR|TIMELINE... [--json] [--all] [--node HOST] [--top N] [--html FILE]
+  stallscope report DIR|TIMELINE... [--json] [--all] [--node HOST] [--top N] [--html FILE] [--rules FILE]
                                               what an admin reads first: verdict, grouped reasons,
                                               stragglers, per-node/GPU/port tables
   stallscope summarize DIR                    merge every verdict/timeline in DIR into summary.json + .txt
@@ -112,6 +112,7 @@ Exit status: 0 when every timeline was read, 1 when one could not be, 2 usage er
 )"},
     {"report",
      R"(Usage: stallscope report DIR|TIMELINE... [--json] [--all] [--node HOST] [--top N] [--html FILE]
+                         [--rules FILE] [--jobs N]
 What an admin reads first: the job verdict, reasons grouped across nodes (root cause first), every
 straggler node, the distribution of per-node GPU utilization and the worst nodes; fits a screen at any
 job size. DIR is a stallscope-<jobid> output directory: its verdict.*.json files are merged (a timeline
@@ -122,7 +123,17 @@ is replayed only for a node whose verdict is missing, named recording_incomplete
   --node HOST    full detail of one node
   --top N        worst nodes listed (default 10)
   --html FILE    also write the report as one self-contained HTML page
+  --rules FILE   re-profile every node's timeline with these thresholds instead of reading the
+                 verdicts the helpers decided with theirs (a node without a timeline keeps its own)
+  --jobs N       recordings read or replayed in parallel (default: the number of cores)
+Values that were not measured print as '-', never 0.
 See also `stallscope html` for the same report as one self-contained HTML page with charts.
+
+examples:
+  stallscope report /shared/stallscope-4242
+  stallscope report /shared/stallscope-4242 --node gpu-node-0007
+  stallscope report /shared/stallscope-4242 --json | jq '.straggler_nodes'
+  stallscope report /shared/stallscope-4242 --rules strict.conf   # what other thresholds would say
 Exit status: 0 report written, 1 no readable timeline, 2 usage error.
 )"},
     {"export", R"(Usage: stallscope export TIMELINE|-

@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "libstallscope/model/snapshot_json.h"
+#include "tests/cli/fixture_env.h"
 #include "tests/support/run_process.h"
 
 using namespace stallscope;
@@ -100,4 +101,53 @@ TEST_CASE("a timeline without its verdict line (helper killed mid-step) makes th
     CHECK(reason["subject"] == "gpu-node-01");
     CHECK(reason["message"].get<std::string>().find("30 samples it flushed (up to 2026-11-22T05:04:50") !=
           std::string::npos);
+}
+
+TEST_CASE("report --rules re-profiles every node with other thresholds, the same on 1 thread or 4") {
+    const std::string rules = stallscope::test::make_temp_dir("rules") + "/lenient.conf";
+    std::ofstream(rules) << "# loss is FAIL_RISK only from 1000 per million packets\n"
+                            "rdma_loss_fail_per_mpkt = 1000\n";
+    const auto as_recorded = run_process({STALLSCOPE_EXE, "report", kJobDir, "--json"});
+    const auto one =
+        run_process({STALLSCOPE_EXE, "report", kJobDir, "--rules", rules, "--json", "--jobs", "1"});
+    const auto four =
+        run_process({STALLSCOPE_EXE, "report", kJobDir, "--rules", rules, "--json", "--jobs", "4"});
+    REQUIRE(as_recorded.exit_code == 0);
+    REQUIRE(one.exit_code == 0);
+    REQUIRE(four.exit_code == 0);
+    CHECK(one.out == four.out);
+    const Json before = Json::parse(as_recorded.out), after = Json::parse(one.out);
+    CHECK(before["verdict"]["label"] == "FAIL_RISK");
+    CHECK(after["verdict"]["label"] == "SLOW");  // 225 lost per million: SLOW under the lenient file
+    bool loss_slow = false;
+    for (const auto& reason : after["verdict"]["reasons"])
+        loss_slow = loss_slow || (reason["code"] == "fabric_packet_loss" && reason["label"] == "SLOW");
+    CHECK_MESSAGE(loss_slow, after["verdict"]["reasons"].dump());
+    CHECK(after["straggler_node"] == before["straggler_node"]);
+
+    const auto bad = run_process({STALLSCOPE_EXE, "report", kJobDir, "--rules", "/nonexistent.conf"});
+    CHECK(bad.exit_code == 2);
+    CHECK(bad.err.find("/nonexistent.conf") != std::string::npos);
+}
+
+TEST_CASE("report --rules on a node with a verdict but no timeline keeps its verdict and says so") {
+    const std::string dir = stallscope::test::make_temp_dir("rules-notl") + "/stallscope-4242";
+    auto env = stallscope::test::fixture_node_env("vm");
+    env.push_back("SLURM_STEP_ID=0");
+    REQUIRE(
+        run_process(
+            {STALLSCOPE_EXE, "record", "--out-dir", dir, "--interval-seconds", "0.05", "--count", "2"}, env)
+            .exit_code == 0);
+    REQUIRE(run_process({"/bin/sh", "-c", "rm " + dir + "/timeline.*"}).exit_code == 0);
+    const std::string rules = dir + "/../strict.conf";
+    std::ofstream(rules) << "gpu_util_low_pct = 99\n";
+    const auto r = run_process({STALLSCOPE_EXE, "report", dir, "--rules", rules, "--json"});
+    REQUIRE(r.exit_code == 0);
+    const Json j = Json::parse(r.out);
+    CHECK(j["nodes"].size() == 1);
+    bool said = false;
+    for (const auto& w : j["warnings"])
+        said =
+            said || w.get<std::string>().find("no timeline to re-profile with --rules") != std::string::npos;
+    CHECK_MESSAGE(said, j["warnings"].dump());
 }
