@@ -62,8 +62,10 @@ say "what the job left in its directory ($OUT)"
 ls -l "$OUT"
 echo
 TIMELINE=$(ls "$OUT"/timeline.*.jsonl.zst)
-echo "timeline: $TIMELINE ($(stat -c %s "$TIMELINE") bytes, zstd; its first sample as JSON:)"
-"$STALLSCOPE_HELPER" export "$TIMELINE" | sed -n 2p | cut -c1-300
+SAMPLES=$("$STALLSCOPE_HELPER" export "$TIMELINE" | grep -c '^{"type":"sample"' || true)
+echo "timeline: $TIMELINE"
+echo "          $(stat -c %s "$TIMELINE") bytes for $SAMPLES samples (zstd, only what changed per sample;"
+echo "          \`stallscope export $TIMELINE\` prints every sample whole as JSON lines)"
 echo "verdict:  $(ls "$OUT"/verdict.*.json)"
 
 say "the verdict (stallscope report $OUT)"
