@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "libstallscope/model/profile.h"
@@ -54,10 +55,10 @@ std::string gpu_name(const Gpu& gpu);
 // The delta of one counter in a Rates table, or nullopt. A counter that went down (reset: driver reload,
 // port reset, another device behind the same name) is treated as missing for that interval: what it
 // holds after a reset cannot be placed in time, and judging it would be judging a lifetime total.
-std::optional<CounterDelta> delta_of(const Rates& rates, const DeltaTable& table, const std::string& entity,
-                                     const std::string& counter);
+std::optional<CounterDelta> delta_of(const Rates& rates, const DeltaTable& table, std::string_view entity,
+                                     std::string_view counter);
 // Sum of the deltas of the named counters that exist (nullopt when none of them exists).
-std::optional<double> sum_deltas(const DeltaTable& table, const std::string& entity,
+std::optional<double> sum_deltas(const DeltaTable& table, std::string_view entity,
                                  std::initializer_list<const char*> counters);
 
 // Label precedence: FAIL_RISK > SLOW > UNKNOWN > FAST (positive evidence beats missing data).

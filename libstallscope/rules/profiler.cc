@@ -119,7 +119,10 @@ Profile Profiler::observe(Snapshot&& s) {
 
 Profile Profiler::profile(const Snapshot& s) {
     const double interval = previous_ && s.time > previous_->time ? s.time - previous_->time : 0;
-    if (previous_) rates_ = compute_rates(*previous_, s);
+    if (previous_) {  // into the same Rates every sample: rewritten in place, no allocation when steady
+        if (!rates_) rates_.emplace();
+        compute_rates_into(*rates_, *previous_, s);
+    }
     const Rates* rates = rates_ ? &*rates_ : nullptr;
     if (!s.nccl.empty()) peer_names_.learn(s);
     const RuleInput in{s, previous_ ? &*previous_ : nullptr, rates, t_, &peer_names_};
