@@ -53,6 +53,12 @@ std::string gpu_name(const Gpu& gpu) {
     return gpu.pci_bus_id.empty() ? "GPU ?" : gpu.pci_bus_id;
 }
 
+std::string_view gpu_key_view(const Gpu& gpu, std::string& buf) {
+    if (!gpu.uuid.empty()) return gpu.uuid;
+    gpu_key_into(gpu, buf);
+    return buf;
+}
+
 std::optional<CounterDelta> delta_of(const Rates& rates, const DeltaTable& table, std::string_view entity,
                                      std::string_view counter) {
     const CounterDelta* d = rates.find(table, entity, counter);

@@ -52,6 +52,19 @@ std::string fmt_duration(double seconds);
 // "GPU 3" (index known) or the uuid / bus id; for messages.
 std::string gpu_name(const Gpu& gpu);
 
+// gpu_key(gpu) without building a string: a view of the uuid, or of "gpu<index>" written into `buf`.
+// Valid while `gpu` and `buf` are; for per-sample lookups in the rules' per-GPU state.
+std::string_view gpu_key_view(const Gpu& gpu, std::string& buf);
+
+// The entry for `key` in a map with a transparent comparator, inserted (value-initialised) when
+// missing: a lookup by view that allocates only the first time a key is seen.
+template <class Map>
+typename Map::mapped_type& entry(Map& map, std::string_view key) {
+    auto it = map.find(key);
+    if (it == map.end()) it = map.emplace(std::string(key), typename Map::mapped_type{}).first;
+    return it->second;
+}
+
 // The delta of one counter in a Rates table, or nullopt. A counter that went down (reset: driver reload,
 // port reset, another device behind the same name) is treated as missing for that interval: what it
 // holds after a reset cannot be placed in time, and judging it would be judging a lifetime total.
