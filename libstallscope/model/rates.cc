@@ -236,8 +236,10 @@ void rdma_key_into(const RdmaPort& p, std::string& out) {
 template <class E, class Key>
 bool same_layout(RatesScratch& s, const std::vector<E>& prev, const std::vector<E>& cur, Key key) {
     if (prev.size() != cur.size()) return false;
-    s.prev_keys.resize(cur.size());
-    s.cur_keys.resize(cur.size());
+    // Grown, never shrunk: the lists take turns in these strings, and a shrink would free the capacity
+    // that the next (longer) list needs again.
+    if (s.prev_keys.size() < cur.size()) s.prev_keys.resize(cur.size());
+    if (s.cur_keys.size() < cur.size()) s.cur_keys.resize(cur.size());
     for (std::size_t i = 0; i < cur.size(); ++i) {
         key(prev[i], s.prev_keys[i]);
         key(cur[i], s.cur_keys[i]);
