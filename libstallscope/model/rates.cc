@@ -16,20 +16,13 @@ struct Field {
     const Counter* (*get)(const T&);  // nullptr when the struct has no such counter in this sample
 };
 
-#define STALLSCOPE_FIELD(T, n)                                \
-    Field<T> {                                                \
-#n, [](const T& x) -> const Counter* { return &x.n; } \
-    }
-#define STALLSCOPE_NAMED(T, name, expr)                            \
-    Field<T> {                                                     \
-        name, [](const T& x) -> const Counter* { return &(expr); } \
-    }
-#define STALLSCOPE_LINK(n)                                                          \
-    Field<Gpu> {                                                                    \
-#n, [](const Gpu& g) -> const Counter* {                                          \
-            return g.interconnect ? &g.interconnect->n : nullptr; /* NVLink/PCIe, issue 15 */ \
-        } \
-    }
+// clang-format off
+#define STALLSCOPE_FIELD(T, n) Field<T>{#n, [](const T& x) -> const Counter* { return &x.n; }}
+#define STALLSCOPE_NAMED(T, name, expr) Field<T>{name, [](const T& x) -> const Counter* { return &(expr); }}
+// NVLink / PCIe field values (issue 15): compared only when both samples have the interconnect block.
+#define STALLSCOPE_LINK(n) \
+    Field<Gpu>{#n, [](const Gpu& g) -> const Counter* { return g.interconnect ? &g.interconnect->n : nullptr; }}
+// clang-format on
 
 template <class T, std::size_t N>
 std::array<Field<T>, N> by_name(std::array<Field<T>, N> fields) {
