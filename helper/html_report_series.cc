@@ -12,7 +12,7 @@ namespace stallscope::cli {
 namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-double delta_of(const DeltaTable& table, const std::string& entity, const char* counter) {
+double delta_of(const DeltaTable& table, std::string_view entity, const char* counter) {
     const auto row = table.find(entity);
     if (row == table.end()) return 0;
     const auto it = row->second.find(counter);
@@ -58,6 +58,7 @@ JobSeries collect_job_series(const JobReport& report, std::size_t buckets) {
         NodeSeries series;
         series.host = node.host;
         std::optional<Snapshot> previous;
+        Rates r;  // reused between samples: compute_rates_into rewrites it in place
         auto observe = [&](const Snapshot& s) {
             const double offset = (s.time - job.start_time) / job.bucket_seconds;
             if (!std::isfinite(offset)) return;  // a sample without a usable time has no place on the axis
@@ -79,7 +80,7 @@ JobSeries collect_job_series(const JobReport& report, std::size_t buckets) {
             if (psi.memory_some_avg10) series.memory_pressure_pct.add(b, *psi.memory_some_avg10);
             if (psi.io_some_avg10) series.io_pressure_pct.add(b, *psi.io_some_avg10);
             if (previous) {
-                const Rates r = compute_rates(*previous, s);
+                compute_rates_into(r, *previous, s);
                 if (r.interval_seconds > 0)
                     for (const auto& p : s.rdma) {
                         const double bytes = 4 * (delta_of(r.rdma_counters, p.key(), "port_rcv_data") +

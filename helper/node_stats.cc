@@ -10,8 +10,7 @@ namespace stallscope::cli {
 namespace {
 
 // Sum of the named counters' deltas; false when none of them had a comparable delta (not measured).
-bool sum_of(const std::map<std::string, CounterDelta>* row, std::initializer_list<const char*> names,
-            double& total) {
+bool sum_of(const DeltaRow* row, std::initializer_list<const char*> names, double& total) {
     bool seen = false;
     if (!row) return false;
     for (const char* n : names)
@@ -20,7 +19,7 @@ bool sum_of(const std::map<std::string, CounterDelta>* row, std::initializer_lis
     return seen;
 }
 
-const std::map<std::string, CounterDelta>* row_of(const DeltaTable& table, const std::string& key) {
+const DeltaRow* row_of(const DeltaTable& table, std::string_view key) {
     const auto it = table.find(key);
     return it == table.end() ? nullptr : &it->second;
 }
@@ -51,8 +50,8 @@ int NodeStats::gpus_measured() const {
 
 void NodeStatsAccumulator::add(const Snapshot& s) {
     if (previous_) {
-        const Rates r = compute_rates(*previous_, s);
-        add(s, &r);
+        compute_rates_into(rates_, *previous_, s);  // rewritten in place: no allocation when steady
+        add(s, &rates_);
     } else {
         add(s, nullptr);
     }
@@ -68,7 +67,11 @@ void NodeStatsAccumulator::add(const Snapshot& s, const Rates* rates_since_previ
 }
 
 void NodeStatsAccumulator::add_gpu(const Gpu& g) {
-    auto& st = gpus_[gpu_key(g)];
+    // Looked up by a reused key string: no allocation per GPU per sample once the GPU is known.
+    gpu_key_into(g, key_);
+    auto it = gpus_.find(key_);
+    if (it == gpus_.end()) it = gpus_.emplace(key_, GpuSums{}).first;
+    auto& st = it->second;
     st.identity.uuid = g.uuid, st.identity.name = g.name, st.identity.index = g.index;
     ++st.samples;
     if (g.utilization_pct) {
@@ -98,10 +101,13 @@ void NodeStatsAccumulator::add_gpu(const Gpu& g) {
 
 void NodeStatsAccumulator::add_ports(const Rates& r, const Snapshot& s) {
     for (const auto& p : s.rdma) {
-        auto& acc = ports_[p.key()];
-        acc.port = p.key(), acc.netdev = p.netdev;
-        const auto* c = row_of(r.rdma_counters, p.key());
-        const auto* hw = row_of(r.rdma_hw_counters, p.key());
+        key_.assign(p.device).append("/").append(std::to_string(p.port));  // p.key(), into a reused string
+        auto it = ports_.find(key_);
+        if (it == ports_.end()) it = ports_.emplace(key_, PortSums{}).first;
+        auto& acc = it->second;
+        acc.port = key_, acc.netdev = p.netdev;
+        const auto* c = row_of(r.rdma_counters, key_);
+        const auto* hw = row_of(r.rdma_hw_counters, key_);
         double rx = 0, tx = 0;
         if (sum_of(c, {"port_rcv_data"}, rx) | sum_of(c, {"port_xmit_data"}, tx)) acc.data_seen = true;
         acc.rx_bytes += 4 * rx, acc.tx_bytes += 4 * tx;

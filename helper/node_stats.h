@@ -77,6 +77,8 @@ class NodeStatsAccumulator {
     std::map<std::string, GpuSums> gpus_;  // key: gpu_key()
     std::map<std::string, PortSums> ports_;
     std::optional<Snapshot> previous_;
+    Rates rates_;      // add(s) only: against previous_, reused between samples
+    std::string key_;  // the entity key being looked up, reused between samples
     int samples_ = 0, gpus_allocated_ = 0;
     double start_ = 0, end_ = 0;
 };

@@ -1,130 +1,413 @@
 #include "libstallscope/model/rates.h"
 
+#include <array>
+#include <charconv>
+#include <cstdint>
+#include <cstring>
+
 namespace stallscope {
 namespace {
 
-void put(std::map<std::string, CounterDelta>& row, const std::string& name, const Counter& prev,
-         const Counter& cur, double interval) {
-    if (auto d = counter_delta(prev, cur, interval)) row[name] = *d;
+// ---- Fields of the structs with a fixed set of counters, kept in name order (the order of a row) ----
+
+template <class T>
+struct Field {
+    std::string_view name;
+    const Counter* (*get)(const T&);  // nullptr when the struct has no such counter in this sample
+};
+
+// clang-format off
+#define STALLSCOPE_FIELD(T, n) Field<T>{#n, [](const T& x) -> const Counter* { return &x.n; }}
+#define STALLSCOPE_NAMED(T, name, expr) Field<T>{name, [](const T& x) -> const Counter* { return &(expr); }}
+// NVLink / PCIe field values (issue 15): compared only when both samples have the interconnect block.
+#define STALLSCOPE_LINK(n) \
+    Field<Gpu>{#n, [](const Gpu& g) -> const Counter* { return g.interconnect ? &g.interconnect->n : nullptr; }}
+// clang-format on
+
+template <class T, std::size_t N>
+std::array<Field<T>, N> by_name(std::array<Field<T>, N> fields) {
+    std::sort(fields.begin(), fields.end(),
+              [](const Field<T>& a, const Field<T>& b) { return a.name < b.name; });
+    return fields;
 }
 
-void diff_maps(std::map<std::string, CounterDelta>& row, const CounterMap& prev, const CounterMap& cur,
-               double interval) {
-    for (const auto& [name, value] : cur) {
-        auto it = prev.find(name);
-        if (it != prev.end()) put(row, name, it->second, value, interval);
+const auto& interface_fields() {
+    using I = NetInterface;
+    static const auto fields = by_name(std::array{
+        STALLSCOPE_FIELD(I, rx_bytes), STALLSCOPE_FIELD(I, rx_packets), STALLSCOPE_FIELD(I, rx_errors),
+        STALLSCOPE_FIELD(I, rx_dropped), STALLSCOPE_FIELD(I, rx_fifo), STALLSCOPE_FIELD(I, rx_frame),
+        STALLSCOPE_FIELD(I, rx_compressed), STALLSCOPE_FIELD(I, rx_multicast), STALLSCOPE_FIELD(I, tx_bytes),
+        STALLSCOPE_FIELD(I, tx_packets), STALLSCOPE_FIELD(I, tx_errors), STALLSCOPE_FIELD(I, tx_dropped),
+        STALLSCOPE_FIELD(I, tx_fifo), STALLSCOPE_FIELD(I, tx_colls), STALLSCOPE_FIELD(I, tx_carrier),
+        STALLSCOPE_FIELD(I, tx_compressed)});
+    return fields;
+}
+
+const auto& gpu_fields() {
+    static const auto fields = by_name(std::array{
+        STALLSCOPE_FIELD(Gpu, energy_mj), STALLSCOPE_FIELD(Gpu, violation_power_ns),
+        STALLSCOPE_FIELD(Gpu, violation_thermal_ns), STALLSCOPE_FIELD(Gpu, ecc_uncorrected),
+        STALLSCOPE_FIELD(Gpu, ecc_corrected), STALLSCOPE_LINK(nvlink_tx_bytes),
+        STALLSCOPE_LINK(nvlink_rx_bytes), STALLSCOPE_LINK(nvlink_crc_errors),
+        STALLSCOPE_LINK(nvlink_replay_errors), STALLSCOPE_LINK(nvlink_recovery_errors),
+        STALLSCOPE_LINK(pcie_replay_count), STALLSCOPE_LINK(pcie_tx_bytes), STALLSCOPE_LINK(pcie_rx_bytes)});
+    return fields;
+}
+
+const auto& host_fields() {
+    using H = HostStats;
+    static const auto fields = by_name(std::array{
+        STALLSCOPE_FIELD(H, oom_kills), STALLSCOPE_NAMED(H, "psi_cpu_some_total_us", x.psi.cpu_some_total_us),
+        STALLSCOPE_NAMED(H, "psi_io_some_total_us", x.psi.io_some_total_us),
+        STALLSCOPE_NAMED(H, "psi_io_full_total_us", x.psi.io_full_total_us),
+        STALLSCOPE_NAMED(H, "psi_memory_some_total_us", x.psi.memory_some_total_us),
+        STALLSCOPE_NAMED(H, "psi_memory_full_total_us", x.psi.memory_full_total_us)});
+    return fields;
+}
+
+const auto& cgroup_fields() {
+    using C = JobCgroup;
+    static const auto fields = by_name(
+        std::array{STALLSCOPE_FIELD(C, memory_oom_events), STALLSCOPE_FIELD(C, memory_oom_kill_events),
+                   STALLSCOPE_FIELD(C, cpu_usage_usec), STALLSCOPE_FIELD(C, cpu_nr_periods),
+                   STALLSCOPE_FIELD(C, cpu_nr_throttled), STALLSCOPE_FIELD(C, cpu_throttled_usec),
+                   STALLSCOPE_NAMED(C, "psi_cpu_some_total_us", x.psi.cpu_some_total_us),
+                   STALLSCOPE_NAMED(C, "psi_io_full_total_us", x.psi.io_full_total_us),
+                   STALLSCOPE_NAMED(C, "psi_memory_full_total_us", x.psi.memory_full_total_us)});
+    return fields;
+}
+
+#undef STALLSCOPE_FIELD
+#undef STALLSCOPE_NAMED
+#undef STALLSCOPE_LINK
+
+template <class T>
+std::optional<CounterDelta> field_delta(const Field<T>& f, const T& p, const T& c, double dt) {
+    const Counter *a = f.get(p), *b = f.get(c);
+    if (!a || !b) return std::nullopt;
+    return counter_delta(*a, *b, dt);
+}
+
+// Name equality without a call to memcmp: counter names are 8-40 bytes, compared twice per counter
+// per sample (previous vs current map, row vs current), and equal nearly always.
+inline std::uint64_t load8(const char* p) {
+    std::uint64_t v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+}
+
+inline bool same(std::string_view a, std::string_view b) {
+    const std::size_t n = a.size();
+    if (n != b.size()) return false;
+    if (n < 8) return a == b;
+    for (std::size_t i = 0; i + 8 <= n; i += 8)
+        if (load8(a.data() + i) != load8(b.data() + i)) return false;
+    return load8(a.data() + n - 8) == load8(b.data() + n - 8);  // the tail, overlapping the last chunk
+}
+
+// ---- In-place writers: overwrite a sorted vector front to back, truncate what is left ----
+// When the names are those of the last sample (the steady state) each write is one string compare and
+// a copy of the delta: no allocation, no tree rebalancing.
+
+struct RowWriter {
+    std::vector<DeltaRow::value_type>& v;
+    std::size_t w = 0;
+    double dt;  // > 0
+    // The delta of one counter under `name` when both reads are present, written in place: inlined so
+    // that it goes straight to the row (through a stack temporary, the 16-byte reload of fields just
+    // written one by one stalled on store forwarding: half of this path's time in perf).
+    [[gnu::always_inline]] void put(std::string_view name, const Counter& prev, const Counter& cur) {
+        if (!prev || !cur) return;
+        counter_delta_into(*prev, *cur, dt, slot(name));
+    }
+    [[gnu::always_inline]] void put(std::string_view name, const CounterDelta& d) { slot(name) = d; }
+    bool finish() {
+        v.erase(v.begin() + static_cast<std::ptrdiff_t>(w), v.end());
+        return w > 0;
+    }
+
+  private:
+    [[gnu::always_inline]] CounterDelta& slot(std::string_view name) {
+        if (w < v.size()) {
+            if (!same(v[w].first, name)) v[w].first.assign(name);
+        } else {
+            v.emplace_back(std::string(name), CounterDelta{});
+        }
+        return v[w++].second;
+    }
+};
+
+struct TableWriter {
+    std::vector<DeltaTable::value_type>& v;
+    std::size_t w = 0;
+    // The row for `entity`, to be filled with a RowWriter; keep() it when it ended up non-empty.
+    std::vector<DeltaRow::value_type>& row(std::string_view entity) {
+        if (w < v.size()) {
+            if (!same(v[w].first, entity)) v[w].first.assign(entity);
+        } else {
+            v.emplace_back(std::string(entity), DeltaRow{});
+        }
+        return v[w].second.storage();
+    }
+    void keep(bool non_empty) { w += non_empty ? 1 : 0; }
+    void finish() { v.erase(v.begin() + static_cast<std::ptrdiff_t>(w), v.end()); }
+};
+
+template <class T>
+[[gnu::always_inline]] inline void write_field(RowWriter& row, const Field<T>& f, const T& p, const T& c) {
+    const Counter *a = f.get(p), *b = f.get(c);
+    if (a && b) row.put(f.name, *a, *b);
+}
+
+template <class T, std::size_t N>
+void write_fields(RowWriter& row, const std::array<Field<T>, N>& fields, const T& p, const T& c) {
+    for (const auto& f : fields) write_field(row, f, p, c);
+}
+
+// Counters named in both maps, merged in name order with the fixed fields (a map entry with a field's
+// name replaces the field's delta when it has one, as the map is applied after the fields).
+template <class T, std::size_t N>
+void write_merged(RowWriter& row, const std::array<Field<T>, N>& fields, const T& p, const T& c,
+                  const CounterMap& pm, const CounterMap& cm) {
+    auto f = fields.begin();
+    auto pi = pm.begin();
+    auto ci = cm.begin();
+    while (ci != cm.end() || f != fields.end()) {
+        // Advance to the next name present in both maps.
+        while (ci != cm.end() && pi != pm.end()) {
+            if (same(pi->first, ci->first)) break;
+            if (pi->first.compare(ci->first) < 0)
+                ++pi;
+            else
+                ++ci;
+        }
+        if (ci == cm.end() || pi == pm.end()) {
+            for (; f != fields.end(); ++f) write_field(row, *f, p, c);
+            return;
+        }
+        const int order = f == fields.end() ? 1 : f->name.compare(ci->first);
+        if (order < 0) {
+            write_field(row, *f, p, c);
+            ++f;
+            continue;
+        }
+        if (order == 0 && !(pi->second && ci->second))
+            write_field(row, *f, p, c);  // the map has no delta under this name: the field's stands
+        else
+            row.put(ci->first, pi->second, ci->second);
+        if (order == 0) ++f;
+        ++pi, ++ci;
     }
 }
 
-void diff_host(DeltaTable& table, const HostStats& p, const HostStats& c, double dt) {
-    auto& row = table["host"];
-    put(row, "oom_kills", p.oom_kills, c.oom_kills, dt);
-    put(row, "psi_cpu_some_total_us", p.psi.cpu_some_total_us, c.psi.cpu_some_total_us, dt);
-    put(row, "psi_io_some_total_us", p.psi.io_some_total_us, c.psi.io_some_total_us, dt);
-    put(row, "psi_io_full_total_us", p.psi.io_full_total_us, c.psi.io_full_total_us, dt);
-    put(row, "psi_memory_some_total_us", p.psi.memory_some_total_us, c.psi.memory_some_total_us, dt);
-    put(row, "psi_memory_full_total_us", p.psi.memory_full_total_us, c.psi.memory_full_total_us, dt);
-    if (row.empty()) table.erase("host");
-}
-
-void diff_interface(DeltaTable& table, const NetInterface& p, const NetInterface& c, double dt) {
-    auto& row = table[c.name];
-    put(row, "rx_bytes", p.rx_bytes, c.rx_bytes, dt);
-    put(row, "rx_packets", p.rx_packets, c.rx_packets, dt);
-    put(row, "rx_errors", p.rx_errors, c.rx_errors, dt);
-    put(row, "rx_dropped", p.rx_dropped, c.rx_dropped, dt);
-    put(row, "rx_fifo", p.rx_fifo, c.rx_fifo, dt);
-    put(row, "rx_frame", p.rx_frame, c.rx_frame, dt);
-    put(row, "rx_compressed", p.rx_compressed, c.rx_compressed, dt);
-    put(row, "rx_multicast", p.rx_multicast, c.rx_multicast, dt);
-    put(row, "tx_bytes", p.tx_bytes, c.tx_bytes, dt);
-    put(row, "tx_packets", p.tx_packets, c.tx_packets, dt);
-    put(row, "tx_errors", p.tx_errors, c.tx_errors, dt);
-    put(row, "tx_dropped", p.tx_dropped, c.tx_dropped, dt);
-    put(row, "tx_fifo", p.tx_fifo, c.tx_fifo, dt);
-    put(row, "tx_colls", p.tx_colls, c.tx_colls, dt);
-    put(row, "tx_carrier", p.tx_carrier, c.tx_carrier, dt);
-    put(row, "tx_compressed", p.tx_compressed, c.tx_compressed, dt);
-    diff_maps(row, p.pause, c.pause, dt);
-    if (row.empty()) table.erase(c.name);
-}
-
-void diff_gpu(DeltaTable& table, const Gpu& p, const Gpu& c, double dt) {
-    const std::string key = gpu_key(c);
-    auto& row = table[key];
-    put(row, "energy_mj", p.energy_mj, c.energy_mj, dt);
-    put(row, "violation_power_ns", p.violation_power_ns, c.violation_power_ns, dt);
-    put(row, "violation_thermal_ns", p.violation_thermal_ns, c.violation_thermal_ns, dt);
-    put(row, "ecc_uncorrected", p.ecc_uncorrected, c.ecc_uncorrected, dt);
-    put(row, "ecc_corrected", p.ecc_corrected, c.ecc_corrected, dt);
-    if (p.interconnect && c.interconnect) {  // NVLink / PCIe field values (issue 15)
-        const GpuInterconnect &a = *p.interconnect, &b = *c.interconnect;
-        put(row, "nvlink_tx_bytes", a.nvlink_tx_bytes, b.nvlink_tx_bytes, dt);
-        put(row, "nvlink_rx_bytes", a.nvlink_rx_bytes, b.nvlink_rx_bytes, dt);
-        put(row, "nvlink_crc_errors", a.nvlink_crc_errors, b.nvlink_crc_errors, dt);
-        put(row, "nvlink_replay_errors", a.nvlink_replay_errors, b.nvlink_replay_errors, dt);
-        put(row, "nvlink_recovery_errors", a.nvlink_recovery_errors, b.nvlink_recovery_errors, dt);
-        put(row, "pcie_replay_count", a.pcie_replay_count, b.pcie_replay_count, dt);
-        put(row, "pcie_tx_bytes", a.pcie_tx_bytes, b.pcie_tx_bytes, dt);
-        put(row, "pcie_rx_bytes", a.pcie_rx_bytes, b.pcie_rx_bytes, dt);
+// Counters named in both maps, in name order (std::map order is the row's order).
+void write_map(RowWriter& row, const CounterMap& pm, const CounterMap& cm) {
+    auto pi = pm.begin();
+    auto ci = cm.begin();
+    while (ci != cm.end() && pi != pm.end()) {
+        if (same(pi->first, ci->first)) {
+            row.put(ci->first, pi->second, ci->second);
+            ++pi, ++ci;
+        } else if (pi->first.compare(ci->first) < 0) {
+            ++pi;
+        } else {
+            ++ci;
+        }
     }
-    if (row.empty()) table.erase(key);
 }
 
-// The job's cgroup, as entity "job_cgroup" of the host table; compared only within one cgroup path.
-void diff_job_cgroup(DeltaTable& table, const JobCgroup& p, const JobCgroup& c, double dt) {
-    if (p.path != c.path) return;
-    auto& row = table["job_cgroup"];
-    put(row, "memory_oom_events", p.memory_oom_events, c.memory_oom_events, dt);
-    put(row, "memory_oom_kill_events", p.memory_oom_kill_events, c.memory_oom_kill_events, dt);
-    put(row, "cpu_usage_usec", p.cpu_usage_usec, c.cpu_usage_usec, dt);
-    put(row, "cpu_nr_periods", p.cpu_nr_periods, c.cpu_nr_periods, dt);
-    put(row, "cpu_nr_throttled", p.cpu_nr_throttled, c.cpu_nr_throttled, dt);
-    put(row, "cpu_throttled_usec", p.cpu_throttled_usec, c.cpu_throttled_usec, dt);
-    put(row, "psi_cpu_some_total_us", p.psi.cpu_some_total_us, c.psi.cpu_some_total_us, dt);
-    put(row, "psi_io_full_total_us", p.psi.io_full_total_us, c.psi.io_full_total_us, dt);
-    put(row, "psi_memory_full_total_us", p.psi.memory_full_total_us, c.psi.memory_full_total_us, dt);
-    if (row.empty()) table.erase("job_cgroup");
+void rdma_key_into(const RdmaPort& p, std::string& out) {
+    out.assign(p.device);
+    char digits[16];
+    const auto [end, ec] = std::to_chars(digits, digits + sizeof digits, p.port);
+    out.push_back('/');
+    out.append(digits, end);
 }
 
-}  // namespace
-
-std::string gpu_key(const Gpu& gpu) {
-    return gpu.uuid.empty() ? "gpu" + std::to_string(gpu.index) : gpu.uuid;
+// The fast path applies when both samples list the same entities in the same order under unique keys:
+// then entity i of one is entity i of the other, and `scratch.order` lists them in key (= table) order.
+template <class E, class Key>
+bool same_layout(RatesScratch& s, const std::vector<E>& prev, const std::vector<E>& cur, Key key) {
+    if (prev.size() != cur.size()) return false;
+    // Grown, never shrunk: the lists take turns in these strings, and a shrink would free the capacity
+    // that the next (longer) list needs again.
+    if (s.prev_keys.size() < cur.size()) s.prev_keys.resize(cur.size());
+    if (s.cur_keys.size() < cur.size()) s.cur_keys.resize(cur.size());
+    for (std::size_t i = 0; i < cur.size(); ++i) {
+        key(prev[i], s.prev_keys[i]);
+        key(cur[i], s.cur_keys[i]);
+        if (!same(s.prev_keys[i], s.cur_keys[i])) return false;
+    }
+    s.order.resize(cur.size());
+    for (std::size_t i = 0; i < cur.size(); ++i) {  // insertion sort: a handful, usually already sorted
+        std::size_t j = i;
+        for (; j > 0 && s.cur_keys[i] < s.cur_keys[s.order[j - 1]]; --j) s.order[j] = s.order[j - 1];
+        s.order[j] = i;
+    }
+    for (std::size_t i = 1; i < cur.size(); ++i)
+        if (s.cur_keys[s.order[i]] == s.cur_keys[s.order[i - 1]]) return false;  // duplicates: general path
+    return true;
 }
 
-const CounterDelta* Rates::find(const DeltaTable& table, const std::string& entity,
-                                const std::string& counter) const {
-    auto row = table.find(entity);
-    if (row == table.end()) return nullptr;
-    auto cell = row->second.find(counter);
-    return cell == row->second.end() ? nullptr : &cell->second;
+bool fast_interfaces(Rates& r, const Snapshot& p, const Snapshot& c, double dt) {
+    const auto name = [](const NetInterface& i, std::string& out) { out.assign(i.name); };
+    if (!same_layout(r.scratch, p.interfaces, c.interfaces, name)) return false;
+    TableWriter table{r.interfaces.storage()};
+    for (const std::size_t i : r.scratch.order) {
+        RowWriter row{table.row(c.interfaces[i].name), 0, dt};
+        write_merged(row, interface_fields(), p.interfaces[i], c.interfaces[i], p.interfaces[i].pause,
+                     c.interfaces[i].pause);
+        table.keep(row.finish());
+    }
+    table.finish();
+    return true;
 }
 
-Rates compute_rates(const Snapshot& previous, const Snapshot& current) {
-    Rates r;
-    r.interval_seconds = current.time - previous.time;
-    if (!(r.interval_seconds > 0)) return r;  // clock went backwards or same sample: no deltas
-    const double dt = r.interval_seconds;
-    diff_host(r.host, previous.host_stats, current.host_stats, dt);
-    if (previous.job_cgroup && current.job_cgroup)
-        diff_job_cgroup(r.host, *previous.job_cgroup, *current.job_cgroup, dt);
-    for (const auto& c : current.interfaces)
-        for (const auto& p : previous.interfaces)
-            if (p.name == c.name) diff_interface(r.interfaces, p, c, dt);
+bool fast_rdma(Rates& r, const Snapshot& p, const Snapshot& c, double dt) {
+    if (!same_layout(r.scratch, p.rdma, c.rdma, rdma_key_into)) return false;
+    TableWriter counters{r.rdma_counters.storage()}, hw{r.rdma_hw_counters.storage()};
+    for (const std::size_t i : r.scratch.order) {
+        const std::string& key = r.scratch.cur_keys[i];
+        RowWriter a{counters.row(key), 0, dt};
+        write_map(a, p.rdma[i].counters, c.rdma[i].counters);
+        counters.keep(a.finish());
+        RowWriter b{hw.row(key), 0, dt};
+        write_map(b, p.rdma[i].hw_counters, c.rdma[i].hw_counters);
+        hw.keep(b.finish());
+    }
+    counters.finish();
+    hw.finish();
+    return true;
+}
+
+bool fast_gpus(Rates& r, const Snapshot& p, const Snapshot& c, double dt) {
+    if (!same_layout(r.scratch, p.gpus, c.gpus, gpu_key_into)) return false;
+    TableWriter table{r.gpus.storage()};
+    for (const std::size_t i : r.scratch.order) {
+        RowWriter row{table.row(r.scratch.cur_keys[i]), 0, dt};
+        write_fields(row, gpu_fields(), p.gpus[i], c.gpus[i]);
+        table.keep(row.finish());
+    }
+    table.finish();
+    return true;
+}
+
+void fast_host(Rates& r, const Snapshot& p, const Snapshot& c, double dt) {
+    TableWriter table{r.host.storage()};  // "host" < "job_cgroup": already in table order
+    RowWriter host{table.row("host"), 0, dt};
+    write_fields(host, host_fields(), p.host_stats, c.host_stats);
+    table.keep(host.finish());
+    // The job's cgroup, compared only within one cgroup path.
+    if (p.job_cgroup && c.job_cgroup && p.job_cgroup->path == c.job_cgroup->path) {
+        RowWriter job{table.row("job_cgroup"), 0, dt};
+        write_fields(job, cgroup_fields(), *p.job_cgroup, *c.job_cgroup);
+        table.keep(job.finish());
+    }
+    table.finish();
+}
+
+// ---- General path: any layout (entities added, removed, reordered or listed twice) ----
+// Allocates; taken only when the fast path's conditions do not hold. Duplicate names keep what the
+// original map-based code did: interface rows accumulate over every matching pair, RDMA rows are
+// replaced by the last non-empty pair.
+
+void put(DeltaRow& row, std::string_view name, const std::optional<CounterDelta>& d) {
+    if (d) row[name] = *d;
+}
+
+void put_map(DeltaRow& row, const CounterMap& prev, const CounterMap& cur, double dt) {
+    for (const auto& [name, value] : cur)
+        if (auto it = prev.find(name); it != prev.end()) put(row, name, counter_delta(it->second, value, dt));
+}
+
+template <class T, std::size_t N>
+void put_fields(DeltaTable& table, std::string_view entity, const std::array<Field<T>, N>& fields, const T& p,
+                const T& c, double dt) {
+    DeltaRow& row = table[entity];
+    for (const auto& f : fields) put(row, f.name, field_delta(f, p, c, dt));
+    if (row.empty()) table.erase(entity);
+}
+
+void general(Rates& r, const Snapshot& previous, const Snapshot& current, double dt) {
+    r.host.clear();
+    r.interfaces.clear();
+    r.rdma_counters.clear();
+    r.rdma_hw_counters.clear();
+    r.gpus.clear();
+    put_fields(r.host, "host", host_fields(), previous.host_stats, current.host_stats, dt);
+    if (previous.job_cgroup && current.job_cgroup && previous.job_cgroup->path == current.job_cgroup->path)
+        put_fields(r.host, "job_cgroup", cgroup_fields(), *previous.job_cgroup, *current.job_cgroup, dt);
+    for (const auto& c : current.interfaces) {
+        for (const auto& p : previous.interfaces) {
+            if (p.name != c.name) continue;
+            DeltaRow& row = r.interfaces[c.name];
+            for (const auto& f : interface_fields()) put(row, f.name, field_delta(f, p, c, dt));
+            put_map(row, p.pause, c.pause, dt);
+            if (row.empty()) r.interfaces.erase(c.name);
+        }
+    }
     for (const auto& c : current.rdma) {
         for (const auto& p : previous.rdma) {
             if (p.device != c.device || p.port != c.port) continue;
-            std::map<std::string, CounterDelta> counters, hw;
-            diff_maps(counters, p.counters, c.counters, dt);
-            diff_maps(hw, p.hw_counters, c.hw_counters, dt);
+            DeltaRow counters, hw;
+            put_map(counters, p.counters, c.counters, dt);
+            put_map(hw, p.hw_counters, c.hw_counters, dt);
             if (!counters.empty()) r.rdma_counters[c.key()] = std::move(counters);
             if (!hw.empty()) r.rdma_hw_counters[c.key()] = std::move(hw);
         }
     }
     for (const auto& c : current.gpus)
         for (const auto& p : previous.gpus)
-            if (gpu_key(p) == gpu_key(c)) diff_gpu(r.gpus, p, c, dt);
+            if (gpu_key(p) == gpu_key(c)) put_fields(r.gpus, gpu_key(c), gpu_fields(), p, c, dt);
+}
+
+}  // namespace
+
+std::string gpu_key(const Gpu& gpu) {
+    std::string key;
+    gpu_key_into(gpu, key);
+    return key;
+}
+
+void gpu_key_into(const Gpu& gpu, std::string& out) {
+    if (!gpu.uuid.empty()) {
+        out.assign(gpu.uuid);
+        return;
+    }
+    char digits[16];
+    const auto [end, ec] = std::to_chars(digits, digits + sizeof digits, gpu.index);
+    out.assign("gpu");
+    out.append(digits, end);
+}
+
+const CounterDelta* Rates::find(const DeltaTable& table, std::string_view entity,
+                                std::string_view counter) const {
+    auto row = table.find(entity);
+    if (row == table.end()) return nullptr;
+    auto cell = row->second.find(counter);
+    return cell == row->second.end() ? nullptr : &cell->second;
+}
+
+void compute_rates_into(Rates& r, const Snapshot& previous, const Snapshot& current) {
+    r.interval_seconds = current.time - previous.time;
+    const double dt = r.interval_seconds;
+    if (!(dt > 0)) {  // clock went backwards or same sample: no deltas
+        r.host.clear();
+        r.interfaces.clear();
+        r.rdma_counters.clear();
+        r.rdma_hw_counters.clear();
+        r.gpus.clear();
+        return;
+    }
+    fast_host(r, previous, current, dt);
+    if (!fast_interfaces(r, previous, current, dt) || !fast_rdma(r, previous, current, dt) ||
+        !fast_gpus(r, previous, current, dt))
+        general(r, previous, current, dt);
+}
+
+Rates compute_rates(const Snapshot& previous, const Snapshot& current) {
+    Rates r;
+    compute_rates_into(r, previous, current);
     return r;
 }
 

@@ -154,19 +154,23 @@ void rdma_error_rule(const RuleInput& in, std::vector<Finding>& out) {
     };
     for (const auto& port : in.cur.rdma) {
         const std::string key = port.key();
+        const auto row = r.rdma_hw_counters.find(key);
+        if (row == r.rdma_hw_counters.end())
+            continue;  // no hw counter moved or compared: nothing below fires
         for (const auto& c : checks) {
+            // Summed first, evidence built only when it fires (most ports, most samples: no allocation).
+            double n = 0;
+            for (const char* name : c.counters)
+                if (auto d = row->second.find(name); d != row->second.end() && !d->second.reset)
+                    n += static_cast<double>(d->second.delta);
+            if (!(n > 0)) continue;
             Evidence ev{{"interval_seconds", r.interval_seconds}};
-            std::optional<double> n;
-            for (const char* name : c.counters) {
-                if (auto d = delta_of(r, r.rdma_hw_counters, key, name)) {
+            for (const char* name : c.counters)
+                if (auto d = delta_of(r, r.rdma_hw_counters, key, name))
                     ev[name] = static_cast<double>(d->delta);
-                    n = n.value_or(0) + static_cast<double>(d->delta);
-                }
-            }
-            if (!n || *n <= 0) continue;
-            ev["events"] = *n;
+            ev["events"] = n;
             out.push_back(make_finding(c.code, "fabric", "critical", kLabelFailRisk, key, SubjectKind::kPort,
-                                       key + ": " + fmt_num(*n) + " " + c.what, std::move(ev), 1 + *n,
+                                       key + ": " + fmt_num(n) + " " + c.what, std::move(ev), 1 + n,
                                        "network"));
         }
         if (auto rnr = sum_deltas(r.rdma_hw_counters, key, {"rnr_nak_retry_err"});

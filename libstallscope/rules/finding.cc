@@ -53,14 +53,20 @@ std::string gpu_name(const Gpu& gpu) {
     return gpu.pci_bus_id.empty() ? "GPU ?" : gpu.pci_bus_id;
 }
 
-std::optional<CounterDelta> delta_of(const Rates& rates, const DeltaTable& table, const std::string& entity,
-                                     const std::string& counter) {
+std::string_view gpu_key_view(const Gpu& gpu, std::string& buf) {
+    if (!gpu.uuid.empty()) return gpu.uuid;
+    gpu_key_into(gpu, buf);
+    return buf;
+}
+
+std::optional<CounterDelta> delta_of(const Rates& rates, const DeltaTable& table, std::string_view entity,
+                                     std::string_view counter) {
     const CounterDelta* d = rates.find(table, entity, counter);
     if (!d || d->reset) return std::nullopt;
     return *d;
 }
 
-std::optional<double> sum_deltas(const DeltaTable& table, const std::string& entity,
+std::optional<double> sum_deltas(const DeltaTable& table, std::string_view entity,
                                  std::initializer_list<const char*> counters) {
     auto row = table.find(entity);
     if (row == table.end()) return std::nullopt;

@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "libstallscope/model/profile.h"
@@ -51,13 +52,26 @@ std::string fmt_duration(double seconds);
 // "GPU 3" (index known) or the uuid / bus id; for messages.
 std::string gpu_name(const Gpu& gpu);
 
+// gpu_key(gpu) without building a string: a view of the uuid, or of "gpu<index>" written into `buf`.
+// Valid while `gpu` and `buf` are; for per-sample lookups in the rules' per-GPU state.
+std::string_view gpu_key_view(const Gpu& gpu, std::string& buf);
+
+// The entry for `key` in a map with a transparent comparator, inserted (value-initialised) when
+// missing: a lookup by view that allocates only the first time a key is seen.
+template <class Map>
+typename Map::mapped_type& entry(Map& map, std::string_view key) {
+    auto it = map.find(key);
+    if (it == map.end()) it = map.emplace(std::string(key), typename Map::mapped_type{}).first;
+    return it->second;
+}
+
 // The delta of one counter in a Rates table, or nullopt. A counter that went down (reset: driver reload,
 // port reset, another device behind the same name) is treated as missing for that interval: what it
 // holds after a reset cannot be placed in time, and judging it would be judging a lifetime total.
-std::optional<CounterDelta> delta_of(const Rates& rates, const DeltaTable& table, const std::string& entity,
-                                     const std::string& counter);
+std::optional<CounterDelta> delta_of(const Rates& rates, const DeltaTable& table, std::string_view entity,
+                                     std::string_view counter);
 // Sum of the deltas of the named counters that exist (nullopt when none of them exists).
-std::optional<double> sum_deltas(const DeltaTable& table, const std::string& entity,
+std::optional<double> sum_deltas(const DeltaTable& table, std::string_view entity,
                                  std::initializer_list<const char*> counters);
 
 // Label precedence: FAIL_RISK > SLOW > UNKNOWN > FAST (positive evidence beats missing data).

@@ -143,9 +143,10 @@ void gpu_low_sm_activity_rule(const RuleInput& in, std::vector<Finding>& out) {
 
 void gpu_link_error_rule(const RuleInput& in, std::vector<Finding>& out) {
     if (!in.rates) return;
+    std::string buf;
     for (const auto& g : in.cur.gpus) {
         if (!g.interconnect || !is_step_gpu(g, in.cur)) continue;
-        const std::string key = gpu_key(g);
+        const std::string_view key = gpu_key_view(g, buf);
         auto delta = [&](const char* counter) -> std::uint64_t {
             const auto d = delta_of(*in.rates, in.rates->gpus, key, counter);
             return d ? d->delta : 0;
@@ -160,7 +161,7 @@ void gpu_link_error_rule(const RuleInput& in, std::vector<Finding>& out) {
             const bool recovered = recovery > 0;
             out.push_back(make_finding(
                 "gpu_nvlink_errors", "fabric", recovered ? "critical" : "warning",
-                recovered ? kLabelFailRisk : kLabelSlow, key, SubjectKind::kGpu,
+                recovered ? kLabelFailRisk : kLabelSlow, std::string(key), SubjectKind::kGpu,
                 gpu_name(g) + ": NVLink errors this interval (CRC " + std::to_string(crc) + ", replay " +
                     std::to_string(replay) + ", recovery " + std::to_string(recovery) + ")" +
                     (recovered
@@ -171,7 +172,7 @@ void gpu_link_error_rule(const RuleInput& in, std::vector<Finding>& out) {
         if (pcie > 0) {
             Evidence ev = gpu_evidence(g);
             ev["pcie_replay_delta"] = static_cast<double>(pcie);
-            out.push_back(make_finding("gpu_pcie_replay", "fabric", "warning", kLabelSlow, key,
+            out.push_back(make_finding("gpu_pcie_replay", "fabric", "warning", kLabelSlow, std::string(key),
                                        SubjectKind::kGpu,
                                        gpu_name(g) + ": " + std::to_string(pcie) +
                                            " PCIe replay(s) this interval — link errors between host and GPU "

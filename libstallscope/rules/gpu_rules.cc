@@ -71,9 +71,10 @@ void gpu_temperature_rule(const RuleInput& in, std::vector<Finding>& out) {
 }
 
 void gpu_ecc_rule(const RuleInput& in, std::vector<Finding>& out) {
+    std::string buf;
     for (const auto& g : in.cur.gpus) {
         if (in.rates) {
-            if (auto d = delta_of(*in.rates, in.rates->gpus, gpu_key(g), "ecc_uncorrected");
+            if (auto d = delta_of(*in.rates, in.rates->gpus, gpu_key_view(g, buf), "ecc_uncorrected");
                 d && d->delta > 0) {
                 Evidence ev = gpu_evidence(g);
                 ev["ecc_uncorrected_delta"] = static_cast<double>(d->delta);

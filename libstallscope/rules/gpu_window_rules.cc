@@ -15,7 +15,7 @@ std::string normalized(const std::string& name) {
     return s;
 }
 
-double median(std::vector<double> v) {
+double median(std::vector<double>& v) {  // sorts v
     if (v.empty()) return 0;
     std::sort(v.begin(), v.end());
     const size_t n = v.size();
@@ -78,8 +78,9 @@ void HwSlowdownRule::evaluate(const RuleInput& in, std::vector<Finding>& out) {
         double share, total, since;
     };
     std::vector<Hit> hits[kKinds];
+    std::string buf;
     for (const auto& g : in.cur.gpus) {
-        auto& w = history_[gpu_key(g)];
+        auto& w = entry(history_, gpu_key_view(g, buf));
         w.samples.push_back({now, dt, hw_slowdown_bits(g)});
         account(w, w.samples.back(), +1);
         while (!w.samples.empty() && w.samples.front().time <= now - in.t.hw_slowdown_window_seconds) {
@@ -159,11 +160,12 @@ void HwSlowdownRule::evaluate(const RuleInput& in, std::vector<Finding>& out) {
 }
 
 void ThermalThrottleRule::evaluate(const RuleInput& in, std::vector<Finding>& out) {
+    std::string buf;
     for (const auto& g : in.cur.gpus) {
         if (!g.sm_clock_mhz || !g.temperature_c) continue;
         const double clock = static_cast<double>(*g.sm_clock_mhz), temp = *g.temperature_c;
         const bool busy = !g.utilization_pct || *g.utilization_pct >= in.t.gpu_util_low_pct;
-        Peak& p = peaks_[gpu_key(g)];
+        Peak& p = entry(peaks_, gpu_key_view(g, buf));
         if (!busy) continue;
         if (clock >= p.clock) {
             p = Peak{clock, temp, 0};
@@ -200,8 +202,9 @@ void ThermalThrottleRule::evaluate(const RuleInput& in, std::vector<Finding>& ou
 void BusyWaitHangRule::evaluate(const RuleInput& in, std::vector<Finding>& out) {
     std::vector<const Gpu*> hung;
     double since = 0, worst_frac = 0;
+    std::string buf;
     for (const auto& g : in.cur.gpus) {
-        Run& run = runs_[gpu_key(g)];
+        Run& run = entry(runs_, gpu_key_view(g, buf));
         // issue 15: GPM (SM/tensor/DRAM activity) decides where present; utilization + power otherwise.
         const std::optional<bool> gpm_spin = gpm_spinning(g, in.t);
         const bool spinning = gpm_spin
@@ -254,19 +257,22 @@ void IdleGpuRule::evaluate(const RuleInput& in, std::vector<Finding>& out) {
     std::vector<const Gpu*> idle;
     double since = 0;
     int known = 0;
+    std::string buf;
     for (const auto& g : in.cur.gpus) {
         // issue 15: idle is decided on SM activity where GPM measured it (a MIG slice has no
         // utilization: unknown, not idle); a GPU spinning at full utilization is the hang rule's.
         const std::optional<double> activity = gpm_sm_active(g) ? gpm_sm_active(g) : g.utilization_pct;
         if (!activity) continue;
         ++known;
-        const std::string key = gpu_key(g);
+        const std::string_view key = gpu_key_view(g, buf);
+        auto it = idle_since_.find(key);
         if (*activity > in.t.gpu_idle_util_pct ||
             (g.utilization_pct && *g.utilization_pct >= in.t.hang_util_pct)) {
-            idle_since_.erase(key);
+            if (it != idle_since_.end()) idle_since_.erase(it);
             continue;
         }
-        const double start = idle_since_.emplace(key, in.cur.time).first->second;
+        if (it == idle_since_.end()) it = idle_since_.emplace(std::string(key), in.cur.time).first;
+        const double start = it->second;
         if (in.cur.time - start < in.t.gpu_idle_window_seconds) continue;
         idle.push_back(&g);
         since = since == 0 ? start : std::min(since, start);
@@ -291,13 +297,16 @@ void IdleGpuRule::evaluate(const RuleInput& in, std::vector<Finding>& out) {
 }
 
 void StragglerRule::evaluate(const RuleInput& in, std::vector<Finding>& out) {
-    std::vector<const Gpu*> busy;
+    std::vector<const Gpu*>& busy = busy_;  // reused between samples
+    busy.clear();
     for (const auto& g : in.cur.gpus)
         if (g.utilization_pct && *g.utilization_pct > in.t.gpu_idle_util_pct) busy.push_back(&g);
-    std::map<std::string, Run> next;
+    std::map<std::string, Run, std::less<>> next;
     if (busy.size() >= 2) {
+        std::string buf;
         for (const Gpu* g : busy) {
-            std::vector<double> util, power;
+            std::vector<double>&util = util_, &power = power_;  // reused: no allocation per GPU per sample
+            util.clear(), power.clear();
             for (const Gpu* peer : busy) {
                 if (peer == g) continue;
                 util.push_back(*peer->utilization_pct);
@@ -311,9 +320,11 @@ void StragglerRule::evaluate(const RuleInput& in, std::vector<Finding>& out) {
                 util_gap >= in.t.straggler_util_gap_pct ||
                 (g->power_w && power.size() == util.size() && power_gap >= in.t.straggler_power_gap_frac);
             if (!slow) continue;
-            Run run = runs_[gpu_key(*g)];
+            const std::string_view key = gpu_key_view(*g, buf);
+            const auto known_run = runs_.find(key);
+            Run run = known_run == runs_.end() ? Run{} : known_run->second;
             if (run.samples++ == 0) run.since = in.cur.time;
-            next[gpu_key(*g)] = run;
+            entry(next, key) = run;
             if (run.samples < static_cast<int>(in.t.straggler_min_samples)) continue;
             Evidence ev = gpu_ids(*g);
             ev["utilization_pct"] = *g->utilization_pct;

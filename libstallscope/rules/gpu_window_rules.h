@@ -35,7 +35,7 @@ class HwSlowdownRule {
         double total = 0;
         double set[3] = {0, 0, 0};  // per kind, in the order of the kinds table in the .cc
     };
-    std::map<std::string, Window> history_;
+    std::map<std::string, Window, std::less<>> history_;
     double last_time_ = -1;
 };
 
@@ -50,7 +50,7 @@ class ThermalThrottleRule {
     struct Peak {
         double clock = 0, temp = 0, since = 0;
     };
-    std::map<std::string, Peak> peaks_;
+    std::map<std::string, Peak, std::less<>> peaks_;
 };
 
 // gpu_busy_wait_hang (FAIL_RISK): utilization >= hang_util_pct while power <= hang_power_max_frac of
@@ -65,7 +65,7 @@ class BusyWaitHangRule {
         int samples = 0;
         double since = 0;
     };
-    std::map<std::string, Run> runs_;
+    std::map<std::string, Run, std::less<>> runs_;
 };
 
 // gpu_idle (SLOW): N of M GPUs at <= gpu_idle_util_pct continuously for >= gpu_idle_window_seconds.
@@ -74,7 +74,7 @@ class IdleGpuRule {
     void evaluate(const RuleInput& in, std::vector<Finding>& out);
 
   private:
-    std::map<std::string, double> idle_since_;
+    std::map<std::string, double, std::less<>> idle_since_;
 };
 
 // gpu_straggler (SLOW): a busy GPU whose utilization is >= straggler_util_gap_pct points below the
@@ -89,7 +89,9 @@ class StragglerRule {
         int samples = 0;
         double since = 0;
     };
-    std::map<std::string, Run> runs_;
+    std::map<std::string, Run, std::less<>> runs_;
+    std::vector<double> util_, power_;  // peers' values, reused between samples
+    std::vector<const Gpu*> busy_;
 };
 
 }  // namespace stallscope

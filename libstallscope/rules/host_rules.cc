@@ -171,11 +171,13 @@ void StaleTelemetryRule::track(Family& f, std::uint64_t fingerprint, double now)
 
 void StaleTelemetryRule::evaluate(const RuleInput& in, std::vector<Finding>& out) {
     const double now = in.cur.time;
+    auto frozen = [&](const Family& f) {
+        return f.moved && f.frozen_samples >= static_cast<int>(in.t.stale_min_samples) &&
+               now - f.frozen_since >= in.t.stale_seconds;
+    };
+    // Called only for a frozen family, so that its strings are built only when it fires.
     auto judge = [&](const std::string& name, Family& f, const std::string& subject, SubjectKind kind,
                      const std::string& what) {
-        if (!f.moved || f.frozen_samples < static_cast<int>(in.t.stale_min_samples) ||
-            now - f.frozen_since < in.t.stale_seconds)
-            return;
         Finding finding = make_finding(
             "telemetry_stale", "telemetry", "warning", kLabelUnknown, subject, kind,
             what + " stopped changing " + fmt_num(now - f.frozen_since) + " s ago (" +
@@ -192,15 +194,20 @@ void StaleTelemetryRule::evaluate(const RuleInput& in, std::vector<Finding>& out
     if (!in.cur.rdma.empty()) {
         std::uint64_t h = 0;
         for (const auto& p : in.cur.rdma) h = mix_counters(mix_counters(h, p.counters), p.hw_counters);
-        Family& f = families_["rdma"];
+        Family& f = entry(families_, "rdma");
         track(f, h, now);
-        judge("rdma", f, "rdma", SubjectKind::kOther, "all RDMA port counters");
+        if (frozen(f)) judge("rdma", f, "rdma", SubjectKind::kOther, "all RDMA port counters");
     }
+    std::string& buf = buf_;
     for (const auto& g : in.cur.gpus) {
         if (!g.energy_mj) continue;
-        Family& f = families_["gpu_energy:" + gpu_key(g)];
+        key_.assign("gpu_energy:");
+        gpu_key_into(g, buf);
+        key_.append(buf);
+        Family& f = entry(families_, key_);
         track(f, *g.energy_mj, now);
-        judge("gpu_energy", f, gpu_key(g), SubjectKind::kGpu, gpu_name(g) + ": energy counter");
+        if (frozen(f))
+            judge("gpu_energy", f, gpu_key(g), SubjectKind::kGpu, gpu_name(g) + ": energy counter");
     }
 }
 

@@ -62,7 +62,8 @@ class StaleTelemetryRule {
         double frozen_since = 0;
     };
     void track(Family& f, std::uint64_t fingerprint, double now);
-    std::map<std::string, Family> families_;
+    std::map<std::string, Family, std::less<>> families_;
+    std::string key_, buf_;  // "gpu_energy:<gpu key>" and the GPU key, reused between samples
 };
 
 }  // namespace stallscope

@@ -1,7 +1,6 @@
 #include "libstallscope/rules/profiler.h"
 
 #include <algorithm>
-#include <set>
 
 #include "libstallscope/rules/cgroup_rules.h"  // issue 15: GPU depth and the job cgroup
 #include "libstallscope/rules/gpm_rules.h"
@@ -62,8 +61,8 @@ const Rates* Profiler::last_rates() const {
     return rates_ ? &*rates_ : nullptr;
 }
 
-std::vector<Finding> Profiler::run_rules(const RuleInput& in) {
-    std::vector<Finding> out;
+void Profiler::run_rules(const RuleInput& in, std::vector<Finding>& out) {
+    out.clear();
     // telemetry
     collector_failure_rule(in, out);
     gpu_telemetry_rule(in, out);
@@ -102,7 +101,6 @@ std::vector<Finding> Profiler::run_rules(const RuleInput& in) {
     host_memory_low_rule(in, out);
     host_pressure_rule(in, out);
     blocked_.evaluate(in, out);
-    return out;
 }
 
 Profile Profiler::observe(const Snapshot& s) {
@@ -119,25 +117,33 @@ Profile Profiler::observe(Snapshot&& s) {
 
 Profile Profiler::profile(const Snapshot& s) {
     const double interval = previous_ && s.time > previous_->time ? s.time - previous_->time : 0;
-    if (previous_) rates_ = compute_rates(*previous_, s);
+    if (previous_) {  // into the same Rates every sample: rewritten in place, no allocation when steady
+        if (!rates_) rates_.emplace();
+        compute_rates_into(*rates_, *previous_, s);
+    }
     const Rates* rates = rates_ ? &*rates_ : nullptr;
     if (!s.nccl.empty()) peer_names_.learn(s);
     const RuleInput in{s, previous_ ? &*previous_ : nullptr, rates, t_, &peer_names_};
 
-    std::vector<Finding> findings = run_rules(in);
+    std::vector<Finding>& findings = findings_;
+    run_rules(in, findings);
     for (Finding& f : findings)
         f.reason.first_seen = verdict_.first_seen(f.reason, f.since > 0 ? f.since : s.time);
 
     Profile p;
     int worst = 0;
     double conf = 0;
-    std::set<std::string> hints;
+    const std::string* hint = nullptr;  // the hint of the worst findings; `mixed` when they differ
+    bool mixed = false;
     std::string unknown;
     for (const Finding& f : findings) worst = std::max(worst, label_rank(f.reason.label));
     for (const Finding& f : findings) {
         if (label_rank(f.reason.label) != worst) continue;
         conf = std::max(conf, reason_confidence(f.reason.severity, f.score));
-        if (!f.hint.empty()) hints.insert(f.hint);
+        if (!f.hint.empty() && !hint)
+            hint = &f.hint;
+        else if (!f.hint.empty() && *hint != f.hint)
+            mixed = true;
         if (f.reason.label == kLabelUnknown) {
             const char* what =
                 f.reason.code == "collector_failed" ? "collectors_failing" : f.reason.code.c_str();
@@ -175,9 +181,9 @@ Profile Profiler::profile(const Snapshot& s) {
         p.unknown_reason = unknown;
     }
     p.confidence = conf;
-    if (worst >= 2 && hints.size() == 1)
-        p.bottleneck_hint = *hints.begin();
-    else if (worst >= 2 && hints.size() > 1)
+    if (worst >= 2 && hint && !mixed)
+        p.bottleneck_hint = *hint;
+    else if (worst >= 2 && mixed)
         p.bottleneck_hint = "mixed";
     else if (const auto gpm_hint = worst == 0 ? gpm_bottleneck_hint(s, rates) : std::nullopt)  // issue 15
         p.bottleneck_hint = *gpm_hint;

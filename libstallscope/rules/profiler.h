@@ -33,7 +33,7 @@ class Profiler {
     const Thresholds& thresholds() const { return t_; }
 
   private:
-    std::vector<Finding> run_rules(const RuleInput& in);
+    void run_rules(const RuleInput& in, std::vector<Finding>& out);
     Profile profile(const Snapshot& s);  // observe() without keeping `s`
 
     Thresholds t_;
@@ -54,6 +54,7 @@ class Profiler {
     NcclPeerNames peer_names_;
     NcclInspectorRule nccl_inspector_;
     VerdictAccumulator verdict_;
+    std::vector<Finding> findings_;  // this sample's, reused: its capacity is kept between samples
 };
 
 }  // namespace stallscope

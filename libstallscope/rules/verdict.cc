@@ -8,8 +8,11 @@
 namespace stallscope {
 namespace {
 
-std::string entry_key(const Reason& r) {
-    return r.code + '\x1f' + r.subject;
+// code + '\x1f' + subject into `out`, reusing its capacity (called for every finding of every sample).
+const std::string& entry_key(const Reason& r, std::string& out) {
+    out.assign(r.code).push_back('\x1f');
+    out.append(r.subject);
+    return out;
 }
 
 int sample_tier(const Reason& r) {
@@ -152,7 +155,7 @@ double reason_confidence(const std::string& severity, double score) {
 }
 
 double VerdictAccumulator::first_seen(const Reason& r, double fallback) const {
-    auto it = entries_.find(entry_key(r));
+    auto it = entries_.find(entry_key(r, key_));
     return it == entries_.end() ? fallback : it->second.summary.reason.first_seen;
 }
 
@@ -196,11 +199,19 @@ void VerdictAccumulator::add(const SampleOutcome& s) {
     if (s.mean_gpu_util) util_sum_ += *s.mean_gpu_util, ++util_samples_;
     if (!s.activity_hint.empty() && s.activity_hint != "unknown") ++activity_hints_[s.activity_hint];
     if (!s.findings) return;
-    std::set<std::string> fired;  // one count per (code, subject) per sample
+    // One count per (code, subject) per sample. A handful of findings per sample: a linear scan of
+    // strings reused between samples instead of a std::set built (and allocated) every time.
+    std::size_t fired = 0;
     for (const Finding& f : *s.findings) {
-        const std::string key = entry_key(f.reason);
-        if (!fired.insert(key).second) continue;
-        auto [it, fresh] = entries_.try_emplace(key);
+        const std::string& key = entry_key(f.reason, key_);
+        if (std::find(fired_.begin(), fired_.begin() + static_cast<std::ptrdiff_t>(fired), key) !=
+            fired_.begin() + static_cast<std::ptrdiff_t>(fired))
+            continue;
+        if (fired == fired_.size()) fired_.emplace_back();
+        fired_[fired++].assign(key);
+        auto it = entries_.find(key);
+        const bool fresh = it == entries_.end();
+        if (fresh) it = entries_.try_emplace(key).first;
         Entry& e = it->second;
         if (fresh) {
             e.summary.reason = f.reason;

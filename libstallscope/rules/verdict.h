@@ -77,6 +77,9 @@ class VerdictAccumulator {
     double util_sum_ = 0;
     int util_samples_ = 0;
     std::map<std::string, int> activity_hints_;  // issue 15: FAST samples per hint
+    // Working space reused between samples (no allocation per finding once warmed up).
+    mutable std::string key_;
+    std::vector<std::string> fired_;
 };
 
 // Confidence of one reason from its severity and how far past its threshold it was (score).

@@ -1,0 +1,126 @@
+// compute_rates / compute_rates_into: the in-place rewrite the profiler reuses every sample must give
+// exactly what a fresh computation gives, whatever the node's layout does between samples.
+#include "libstallscope/model/rates.h"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+
+#include "libstallscope/model/snapshot_json.h"
+#include "tests/rules/builders.h"
+
+using namespace stallscope;
+using namespace stallscope::test;
+
+namespace {
+
+Snapshot node(double t, std::uint64_t n) {
+    Snapshot s = at(t);
+    s.interfaces.push_back(
+        iface("ib0", 1000 * n, n, 0, counters({{"rx_prio3_pause", 10 * n}, {"tx_pause", n}})));
+    s.interfaces.push_back(iface("eth0", 10 * n));
+    RdmaPort a = port("mlx5_10", counters({{"np_cnp_sent", 3 * n}, {"out_of_buffer", n}}),
+                      counters({{"port_rcv_data", 100 * n}}));
+    RdmaPort b = port("mlx5_2", counters({{"np_cnp_sent", 2 * n}}), counters({{"port_rcv_data", 50 * n}}));
+    s.rdma = {a, b};
+    s.gpus = {gpu(0, 90), gpu(1, 90)};
+    s.gpus[1].uuid.clear();  // keyed "gpu1"
+    for (auto& g : s.gpus) g.energy_mj = 1000 * n, g.ecc_corrected = n;
+    s.host_stats.oom_kills = n;
+    s.host_stats.psi.io_full_total_us = 7 * n;
+    JobCgroup job;
+    job.path = "/job_1";
+    job.cpu_nr_periods = 10 * n;
+    s.job_cgroup = job;
+    return s;
+}
+
+// What the original map-based code gave, as JSON (iteration order included).
+std::string fresh(const Snapshot& a, const Snapshot& b) {
+    return to_json(compute_rates(a, b)).dump();
+}
+
+}  // namespace
+
+TEST_CASE("Rates reused across samples equal fresh ones while interfaces, ports and GPUs come and go") {
+    std::vector<Snapshot> series;
+    for (int i = 0; i < 4; ++i) series.push_back(node(i, 10 + i * i));
+    series[2].gpus[0].energy_mj.reset();         // same layout, one counter unreadable: a shorter row
+    series[2].interfaces[1].rx_packets.reset();  // and on an interface
+    series[2].rdma[1].counters.clear();          // a port's whole row empty
+    series.push_back(series.back());             // same time: no deltas at all
+    Snapshot gone = node(5, 40);
+    gone.interfaces.pop_back();  // eth0 disappears
+    gone.rdma.erase(gone.rdma.begin());
+    gone.gpus[0].energy_mj.reset();  // one counter unreadable this time
+    series.push_back(gone);
+    Snapshot back = node(6, 50);
+    std::swap(back.interfaces[0], back.interfaces[1]);  // same entities, other order
+    back.job_cgroup->path = "/job_2";                   // another cgroup: not compared
+    series.push_back(back);
+    Snapshot twice = node(7, 60);
+    twice.interfaces.push_back(iface("ib0", 1));  // a name listed twice (garbage input)
+    series.push_back(twice);
+    series.push_back(node(8, 70));
+    series.push_back(node(9, 80));
+
+    Rates reused;
+    for (std::size_t i = 1; i < series.size(); ++i) {
+        CAPTURE(i);
+        compute_rates_into(reused, series[i - 1], series[i]);
+        CHECK(to_json(reused).dump() == fresh(series[i - 1], series[i]));
+        for (const DeltaTable* t : {&reused.host, &reused.interfaces, &reused.rdma_counters,
+                                    &reused.rdma_hw_counters, &reused.gpus})
+            for (const auto& [entity, row] : *t) CHECK_MESSAGE(!row.empty(), entity);  // never an empty row
+        if (i == 2) {  // the counters unreadable in series[2] have no delta, the others do
+            CHECK(reused.rdma_counters.find("mlx5_2/1") == reused.rdma_counters.end());
+            CHECK(reused.rdma_hw_counters.find("mlx5_2/1") != reused.rdma_hw_counters.end());
+            CHECK_FALSE(reused.find(reused.gpus, "GPU-0", "energy_mj"));
+            CHECK(reused.find(reused.gpus, "GPU-0", "ecc_corrected"));
+            CHECK_FALSE(reused.find(reused.interfaces, "eth0", "rx_packets"));
+            CHECK(reused.find(reused.interfaces, "eth0", "tx_packets"));
+        }
+        if (i == 3)
+            CHECK_FALSE(reused.find(reused.rdma_counters, "mlx5_2/1", "port_rcv_data"));  // prev had none
+        if (i == 4) CHECK(reused.rdma_counters.empty());  // same time twice: no deltas
+        if (i == 5) CHECK(reused.find(reused.rdma_counters, "mlx5_2/1", "port_rcv_data"));
+    }
+}
+
+TEST_CASE("Rows and entities iterate in name order, as the JSON and the rules expect") {
+    const Rates r = compute_rates(node(0, 10), node(1, 20));
+    std::vector<std::string> ports;
+    for (const auto& [key, row] : r.rdma_hw_counters) ports.push_back(key);
+    CHECK(ports == std::vector<std::string>{"mlx5_10/1", "mlx5_2/1"});
+    std::vector<std::string> names;
+    for (const auto& [name, d] : r.interfaces.find("ib0")->second) names.push_back(name);
+    CHECK(std::is_sorted(names.begin(), names.end()));
+    CHECK(std::find(names.begin(), names.end(), "rx_prio3_pause") != names.end());
+    REQUIRE(r.find(r.gpus, "gpu1", "energy_mj"));
+    CHECK(r.find(r.gpus, "gpu1", "energy_mj")->delta == 10'000);
+    REQUIRE(r.find(r.host, "job_cgroup", "cpu_nr_periods"));
+    CHECK(r.find(r.host, "job_cgroup", "cpu_nr_periods")->per_second == 100);
+}
+
+TEST_CASE("A pause counter named like a net/dev column replaces the column's delta, as before") {
+    Snapshot a = at(0), b = at(1);
+    a.interfaces.push_back(iface("ens1", 100, 0, 0, counters({{"rx_packets", 5}})));
+    b.interfaces.push_back(iface("ens1", 200, 0, 0, counters({{"rx_packets", 8}})));
+    const Rates r = compute_rates(a, b);
+    REQUIRE(r.find(r.interfaces, "ens1", "rx_packets"));
+    CHECK(r.find(r.interfaces, "ens1", "rx_packets")->delta == 3);
+    CHECK(to_json(r).dump() == fresh(a, b));
+}
+
+TEST_CASE("An unchanged layout is rewritten in place: rows keep their storage between samples") {
+    Rates r;
+    compute_rates_into(r, node(0, 10), node(1, 20));
+    const auto* row = &r.rdma_counters.begin()->second;
+    const auto* cell = &*row->begin();
+    const char* name = row->begin()->first.data();
+    compute_rates_into(r, node(1, 20), node(2, 35));
+    CHECK(&r.rdma_counters.begin()->second == row);
+    CHECK(&*r.rdma_counters.begin()->second.begin() == cell);
+    CHECK(r.rdma_counters.begin()->second.begin()->first.data() == name);
+    CHECK(cell->second.delta == 1500);
+}
