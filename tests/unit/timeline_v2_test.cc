@@ -14,6 +14,7 @@
 #include "libstallscope/timeline/snapshot_diff.h"
 #include "libstallscope/timeline/timeline.h"
 #include "libstallscope/timeline/timeline_export.h"
+#include "tests/unit/snapshot_fixture.h"
 
 using namespace stallscope;
 
@@ -160,6 +161,55 @@ TEST_CASE("a field the encoder has never seen flows through (what gpudepth adds 
     const Json sets = changes.value("set", Json::object());
     for (auto& [k, v] : sets.items()) REQUIRE(decoder.set(k, Json(v), problem));
     CHECK(decoder.tree().dump() == b.dump());
+}
+
+TEST_CASE("the writer's per-part records equal the whole-tree comparison's, part by part") {
+    // Parts unchanged, one element changed, counters added, arrays that grow and shrink, nccl and the
+    // job cgroup appearing and going: append_record(snapshot) skips what compares equal, and must still
+    // write exactly what comparing the whole to_json trees writes.
+    Snapshot s = test::full_snapshot();
+    std::vector<Snapshot> samples;
+    auto next = [&](auto change) {
+        s.time += 1;
+        change(s);
+        samples.push_back(s);
+    };
+    next([](Snapshot&) {});
+    next([](Snapshot& x) { *x.rdma[0].counters["port_rcv_data"] += 7; });
+    next([](Snapshot& x) { x.rdma[0].hw_counters["rx_icrc_encapsulated"] = 3; });
+    next([](Snapshot& x) { x.interfaces.push_back(x.interfaces[0]); });
+    next([](Snapshot& x) { x.interfaces[1].tx_bytes = 99; });
+    next([](Snapshot& x) { x.gpus[0].power_w = -0.5; });
+    next([](Snapshot& x) { x.nccl = {}; });
+    next([](Snapshot& x) { x.job_cgroup.reset(); });
+    next([](Snapshot& x) { x.nccl = test::full_snapshot().nccl; });
+    next([](Snapshot& x) { x.gpus.clear(); });
+    next([](Snapshot& x) {
+        x.warnings.push_back("late");
+        x.host = "renamed";
+    });
+    next([](Snapshot& x) {
+        x.context.job_id = "43";
+        x.host_stats.load1 = 2.0;
+    });
+    next([](Snapshot& x) { x.xid_events.push_back({79, "00000000:18:00.0", 3, "critical", "fell off"}); });
+    next([](Snapshot& x) {
+        x.collector_failures["nvml"] = "timeout";
+        x.rdma.clear();
+    });
+    next([](Snapshot&) {});
+    SnapshotDiffEncoder by_part, whole;
+    for (std::size_t i = 0; i < samples.size(); ++i) {
+        CAPTURE(i);
+        std::string a, b;
+        by_part.append_record(samples[i], a);
+        whole.append_record(to_json(samples[i]), b);
+        CHECK(a == b);
+        if (i == 7) {  // a reset (new frame) in the middle
+            by_part.reset();
+            whole.reset();
+        }
+    }
 }
 
 TEST_CASE("unchanged values cost nothing: a sample that only moved in time is two fields") {
