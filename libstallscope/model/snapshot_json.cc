@@ -22,28 +22,37 @@ Json counters(const CounterMap& m) {
     return o;
 }
 
-CounterMap read_counters(const Reader& r, const char* key) {
-    CounterMap m;
+std::optional<std::uint64_t> counter_value(const Reader& inner, const std::string& name, const Json& value) {
+    if (value.is_number_unsigned()) return value.get<std::uint64_t>();
+    if (value.is_number_integer() && value.get<std::int64_t>() >= 0) return value.get<std::uint64_t>();
+    if (!value.is_null()) inner.wrong_type(name.c_str(), "an unsigned integer");
+    return std::nullopt;
+}
+
+// Into `m`: when the object holds the same names as `m` already does (the same port, one second
+// later), only the values are assigned, so re-reading a sample allocates nothing. Each item's value is
+// read directly (a find per key would search the object again).
+void read_counters(const Reader& r, const char* key, CounterMap& m) {
     const Json* v = r.find(key);
-    if (!v) return m;
-    if (!v->is_object()) {
-        r.wrong_type(key, "an object of counters");
-        return m;
+    if (!v || !v->is_object()) {
+        if (v) r.wrong_type(key, "an object of counters");
+        m.clear();
+        return;
     }
-    // Each item's value directly (a find per key would search the object again); keys arrive sorted
-    // from our writer, so the hint makes each insert O(1).
-    Reader inner{*v, r.problems, r.where.empty() ? key : r.where + "." + key};
-    for (const auto& [name, value] : v->get_ref<const Json::object_t&>()) {
-        Counter c;
-        if (value.is_number_unsigned())
-            c = value.get<std::uint64_t>();
-        else if (value.is_number_integer() && value.get<std::int64_t>() >= 0)
-            c = value.get<std::uint64_t>();
-        else if (!value.is_null())
-            inner.wrong_type(name.c_str(), "an unsigned integer");
-        m.insert_or_assign(m.end(), name, c);
+    const Reader inner{*v, r.problems, r.where.empty() ? key : r.where + "." + key};
+    const Json::object_t::Container& items = v->get_ref<const Json::object_t&>();  // indexable
+    bool same_names = items.size() == m.size();
+    auto it = m.begin();
+    for (std::size_t i = 0; same_names && i < items.size(); ++i, ++it)
+        same_names = it->first == items[i].first;
+    if (same_names) {
+        it = m.begin();
+        for (const auto& [name, value] : items) (it++)->second = counter_value(inner, name, value);
+        return;
     }
-    return m;
+    m.clear();
+    for (const auto& [name, value] : items)
+        m.insert_or_assign(m.end(), name, counter_value(inner, name, value));
 }
 
 Json interface_json(const NetInterface& i) {
@@ -149,8 +158,9 @@ Json delta_table(const DeltaTable& t) {
     return o;
 }
 
-NetInterface read_interface(const Reader& r) {
-    NetInterface i;
+// The element readers assign every field of an existing element (re-reading one sample's port into the
+// last sample's reuses its maps and strings); the returning forms read into a fresh one.
+void read_interface(const Reader& r, NetInterface& i) {
     i.name = r.string("name");
     i.rx_bytes = r.u64("rx_bytes");
     i.rx_packets = r.u64("rx_packets");
@@ -168,12 +178,10 @@ NetInterface read_interface(const Reader& r) {
     i.tx_colls = r.u64("tx_colls");
     i.tx_carrier = r.u64("tx_carrier");
     i.tx_compressed = r.u64("tx_compressed");
-    i.pause = read_counters(r, "pause");
-    return i;
+    read_counters(r, "pause", i.pause);
 }
 
-RdmaPort read_rdma(const Reader& r) {
-    RdmaPort p;
+void read_rdma(const Reader& r, RdmaPort& p) {
     p.device = r.string("device");
     p.port = static_cast<int>(r.integer("port").value_or(0));
     p.state = r.string("state");
@@ -181,20 +189,19 @@ RdmaPort read_rdma(const Reader& r) {
     p.rate_gbps = r.number("rate_gbps");
     p.link_layer = r.string("link_layer");
     p.netdev = r.string("netdev");
-    p.counters = read_counters(r, "counters");
-    p.hw_counters = read_counters(r, "hw_counters");
+    read_counters(r, "counters", p.counters);
+    read_counters(r, "hw_counters", p.hw_counters);
     p.rx_bytes = r.u64("rx_bytes");
     p.tx_bytes = r.u64("tx_bytes");
-    return p;
 }
 
-Gpu read_gpu(const Reader& r) {
-    Gpu g;
+void read_gpu(const Reader& r, Gpu& g) {
     g.index = static_cast<int>(r.integer("index").value_or(-1));
     g.uuid = r.string("uuid");
     g.pci_bus_id = r.string("pci_bus_id");
     g.name = r.string("name");
     g.vendor = r.string("vendor");
+    g.minor_number.reset();
     if (auto m = r.integer("minor_number")) g.minor_number = static_cast<int>(*m);
     g.utilization_pct = r.number("utilization_pct");
     g.memory_used_bytes = r.u64("memory_used_bytes");
@@ -213,11 +220,27 @@ Gpu read_gpu(const Reader& r) {
     g.remapped_rows_pending = r.u64("remapped_rows_pending");
     g.remapped_rows_failure = r.u64("remapped_rows_failure");
     g.energy_mj = r.u64("energy_mj");
+    g.xid.clear();
     if (const Json* x = r.find("xid"); x && x->is_array())
         for (const auto& code : *x)
             if (code.is_number_integer()) g.xid.push_back(code.get<int>());
     read_gpu_depth(r, g);
-    return g;
+}
+
+template <typename T>
+T read_fresh(const Reader& r, void (*read_into)(const Reader&, T&)) {
+    T t;
+    read_into(r, t);
+    return t;
+}
+NetInterface read_interface(const Reader& r) {
+    return read_fresh<NetInterface>(r, read_interface);
+}
+RdmaPort read_rdma(const Reader& r) {
+    return read_fresh<RdmaPort>(r, read_rdma);
+}
+Gpu read_gpu(const Reader& r) {
+    return read_fresh<Gpu>(r, read_gpu);
 }
 
 XidEvent read_xid(const Reader& r) {
@@ -452,13 +475,14 @@ void read_snapshot_field(const Json& object, SnapshotField field, Snapshot& s,
                 s.host_stats = HostStats{};
             return;
         case SnapshotField::interfaces:
-            s.interfaces = r.objects<NetInterface>("interfaces", read_interface);
+            s.interfaces =
+                r.objects<NetInterface>("interfaces", [](const Reader& e) { return read_interface(e); });
             return;
         case SnapshotField::rdma:
-            s.rdma = r.objects<RdmaPort>("rdma", read_rdma);
+            s.rdma = r.objects<RdmaPort>("rdma", [](const Reader& e) { return read_rdma(e); });
             return;
         case SnapshotField::gpus:
-            s.gpus = r.objects<Gpu>("gpus", read_gpu);
+            s.gpus = r.objects<Gpu>("gpus", [](const Reader& e) { return read_gpu(e); });
             return;
         case SnapshotField::xid_events:
             s.xid_events = r.objects<XidEvent>("xid_events", read_xid);
@@ -502,11 +526,11 @@ bool read_snapshot_element(const Json& object, SnapshotField field, std::size_t 
     if (size != array->size()) return false;  // a skipped element: indices do not line up
     const Reader inner{(*array)[index], problems, std::string(key) + "[" + std::to_string(index) + "]"};
     if (field == SnapshotField::interfaces)
-        s.interfaces[index] = read_interface(inner);
+        read_interface(inner, s.interfaces[index]);
     else if (field == SnapshotField::rdma)
-        s.rdma[index] = read_rdma(inner);
+        read_rdma(inner, s.rdma[index]);
     else
-        s.gpus[index] = read_gpu(inner);
+        read_gpu(inner, s.gpus[index]);
     return true;
 }
 

@@ -203,6 +203,7 @@ void read_gpu_depth(const Reader& r, Gpu& g) {
     g.gpm = sub_object<GpmMetrics>(r, "gpm", read_gpm);
     g.interconnect = sub_object<GpuInterconnect>(r, "interconnect", read_interconnect);
     g.mig = sub_object<MigInstance>(r, "mig", read_mig);
+    g.processes.reset();  // reading into a GPU read before (the timeline reader's kept sample)
     if (const Json* v = r.find("processes"); v && v->is_array())
         g.processes = r.objects<GpuProcess>("processes", read_process);
     else if (v && !v->is_null())

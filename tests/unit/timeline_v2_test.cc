@@ -110,6 +110,44 @@ std::string file_bytes(const std::string& path) {
     return {std::istreambuf_iterator<char>(in), {}};
 }
 
+// Parts unchanged, one element changed, counters added, arrays that grow and shrink, nccl and the job
+// cgroup appearing and going: what the writer's per-part comparison and the reader's per-field re-reads
+// must both follow.
+std::vector<Snapshot> part_changes() {
+    Snapshot s = test::full_snapshot();
+    std::vector<Snapshot> samples;
+    auto next = [&](auto change) {
+        s.time += 1;
+        change(s);
+        samples.push_back(s);
+    };
+    next([](Snapshot&) {});
+    next([](Snapshot& x) { *x.rdma[0].counters["port_rcv_data"] += 7; });
+    next([](Snapshot& x) { x.rdma[0].hw_counters["rx_icrc_encapsulated"] = 3; });
+    next([](Snapshot& x) { x.interfaces.push_back(x.interfaces[0]); });
+    next([](Snapshot& x) { x.interfaces[1].tx_bytes = 99; });
+    next([](Snapshot& x) { x.gpus[0].power_w = -0.5; });
+    next([](Snapshot& x) { x.nccl = {}; });
+    next([](Snapshot& x) { x.job_cgroup.reset(); });
+    next([](Snapshot& x) { x.nccl = test::full_snapshot().nccl; });
+    next([](Snapshot& x) { x.gpus.clear(); });
+    next([](Snapshot& x) {
+        x.warnings.push_back("late");
+        x.host = "renamed";
+    });
+    next([](Snapshot& x) {
+        x.context.job_id = "43";
+        x.host_stats.load1 = 2.0;
+    });
+    next([](Snapshot& x) { x.xid_events.push_back({79, "00000000:18:00.0", 3, "critical", "fell off"}); });
+    next([](Snapshot& x) {
+        x.collector_failures["nvml"] = "timeout";
+        x.rdma.clear();
+    });
+    next([](Snapshot&) {});
+    return samples;
+}
+
 }  // namespace
 
 TEST_CASE("v2 round trip: every fixture node, with moving counters, reads back exactly") {
@@ -164,40 +202,9 @@ TEST_CASE("a field the encoder has never seen flows through (what gpudepth adds 
 }
 
 TEST_CASE("the writer's per-part records equal the whole-tree comparison's, part by part") {
-    // Parts unchanged, one element changed, counters added, arrays that grow and shrink, nccl and the
-    // job cgroup appearing and going: append_record(snapshot) skips what compares equal, and must still
-    // write exactly what comparing the whole to_json trees writes.
-    Snapshot s = test::full_snapshot();
-    std::vector<Snapshot> samples;
-    auto next = [&](auto change) {
-        s.time += 1;
-        change(s);
-        samples.push_back(s);
-    };
-    next([](Snapshot&) {});
-    next([](Snapshot& x) { *x.rdma[0].counters["port_rcv_data"] += 7; });
-    next([](Snapshot& x) { x.rdma[0].hw_counters["rx_icrc_encapsulated"] = 3; });
-    next([](Snapshot& x) { x.interfaces.push_back(x.interfaces[0]); });
-    next([](Snapshot& x) { x.interfaces[1].tx_bytes = 99; });
-    next([](Snapshot& x) { x.gpus[0].power_w = -0.5; });
-    next([](Snapshot& x) { x.nccl = {}; });
-    next([](Snapshot& x) { x.job_cgroup.reset(); });
-    next([](Snapshot& x) { x.nccl = test::full_snapshot().nccl; });
-    next([](Snapshot& x) { x.gpus.clear(); });
-    next([](Snapshot& x) {
-        x.warnings.push_back("late");
-        x.host = "renamed";
-    });
-    next([](Snapshot& x) {
-        x.context.job_id = "43";
-        x.host_stats.load1 = 2.0;
-    });
-    next([](Snapshot& x) { x.xid_events.push_back({79, "00000000:18:00.0", 3, "critical", "fell off"}); });
-    next([](Snapshot& x) {
-        x.collector_failures["nvml"] = "timeout";
-        x.rdma.clear();
-    });
-    next([](Snapshot&) {});
+    // append_record(snapshot) skips what compares equal, and must still write exactly what comparing
+    // the whole to_json trees writes.
+    const std::vector<Snapshot> samples = part_changes();
     SnapshotDiffEncoder by_part, whole;
     for (std::size_t i = 0; i < samples.size(); ++i) {
         CAPTURE(i);
@@ -210,6 +217,45 @@ TEST_CASE("the writer's per-part records equal the whole-tree comparison's, part
             whole.reset();
         }
     }
+}
+
+TEST_CASE("the reader's per-field re-reads follow every kind of part change exactly") {
+    const std::string dir = temp_dir();
+    const auto written = part_changes();
+    check_same(write_then_read(written, dir + "/t.jsonl.zst"), written, written.size());
+    check_same(write_then_read(written, dir + "/frames.jsonl.zst", nullptr, 4), written, written.size());
+}
+
+TEST_CASE("a record that sets a wrong-typed value: every sample after it warns, as a whole read would") {
+    const std::string dir = temp_dir();
+    Snapshot s = test::full_snapshot();
+    std::string text = R"({"type":"header","schema":"stallscope.timeline/2"})"
+                       "\n";
+    text += R"({"type":"sample","full":)" + to_json(s).dump() + "}\n";
+    text += R"({"type":"sample","set":{"/gpus/0/power_w":"hot"}})"
+            "\n";  // read: power_w missing
+    text += R"({"type":"sample","set":{"/unix_time":1795160402.5}})"
+            "\n";
+    text += R"({"type":"sample","set":{"/gpus/0/power_w":600.5}})"
+            "\n";  // fixed again
+    text += R"({"type":"sample","set":{"/unix_time":1795160403.5}})"
+            "\n";
+    std::ofstream(dir + "/t.jsonl") << text;
+    TimelineContents c;
+    std::string error;
+    REQUIRE_MESSAGE(read_timeline(dir + "/t.jsonl", c, error), error);
+    REQUIRE(c.samples.size() == 5);
+    REQUIRE(c.warnings.size() == 2);  // samples 2 and 3 (the tree still holds the string in 3)
+    CHECK(c.warnings[0].find("gpus[0].power_w") != std::string::npos);
+    CHECK(c.warnings[1].find(":4: ") != std::string::npos);
+    CHECK_FALSE(c.samples[1].gpus[0].power_w);
+    CHECK_FALSE(c.samples[2].gpus[0].power_w);
+    CHECK(c.samples[2].time == 1795160402.5);
+    CHECK(c.samples[3].gpus[0].power_w == 600.5);
+    CHECK(c.samples[4].time == 1795160403.5);
+    s.time = 1795160403.5;
+    s.gpus[0].power_w = 600.5;
+    CHECK(to_json(c.samples[4]).dump() == to_json(s).dump());
 }
 
 TEST_CASE("unchanged values cost nothing: a sample that only moved in time is two fields") {
