@@ -22,10 +22,15 @@ Json counters(const CounterMap& m) {
     return o;
 }
 
-std::optional<std::uint64_t> counter_value(const Reader& inner, const std::string& name, const Json& value) {
+// A counter map's value; a wrong type is a problem named like Reader::wrong_type would name it, with
+// the "<where>.<key>" prefix built only then (re-reading a port must not allocate).
+std::optional<std::uint64_t> counter_value(const Reader& r, const char* key, const std::string& name,
+                                           const Json& value) {
     if (value.is_number_unsigned()) return value.get<std::uint64_t>();
     if (value.is_number_integer() && value.get<std::int64_t>() >= 0) return value.get<std::uint64_t>();
-    if (!value.is_null()) inner.wrong_type(name.c_str(), "an unsigned integer");
+    if (!value.is_null())
+        r.problems.push_back((r.where.empty() ? std::string(key) : r.where + "." + key) + "." + name +
+                             ": expected an unsigned integer");
     return std::nullopt;
 }
 
@@ -39,7 +44,6 @@ void read_counters(const Reader& r, const char* key, CounterMap& m) {
         m.clear();
         return;
     }
-    const Reader inner{*v, r.problems, r.where.empty() ? key : r.where + "." + key};
     const Json::object_t::Container& items = v->get_ref<const Json::object_t&>();  // indexable
     bool same_names = items.size() == m.size();
     auto it = m.begin();
@@ -47,12 +51,12 @@ void read_counters(const Reader& r, const char* key, CounterMap& m) {
         same_names = it->first == items[i].first;
     if (same_names) {
         it = m.begin();
-        for (const auto& [name, value] : items) (it++)->second = counter_value(inner, name, value);
+        for (const auto& [name, value] : items) (it++)->second = counter_value(r, key, name, value);
         return;
     }
     m.clear();
     for (const auto& [name, value] : items)
-        m.insert_or_assign(m.end(), name, counter_value(inner, name, value));
+        m.insert_or_assign(m.end(), name, counter_value(r, key, name, value));
 }
 
 Json interface_json(const NetInterface& i) {

@@ -318,10 +318,7 @@ class Reader {
 
     void hand_out(std::size_t number) {
         for (const auto& p : problems_) warn(number, p);
-        // A copy, assigned into the last one handed out where the visitor left it (reusing its nodes);
-        // one that moves the sample away (replay's profiler) gets a fresh copy every time.
-        out_ = kept_;
-        visitor_.sample(std::move(out_));
+        visitor_.sample_view(kept_);
         warned_no_tree_ = false;
     }
 
@@ -338,7 +335,7 @@ class Reader {
     std::vector<std::string> add_keys_;  // the pointers of "a", from the last "keys"
     std::vector<Target> add_targets_;    // what each of them touches
     // The last v2 sample as read, and what this record changed in it.
-    Snapshot kept_, out_;
+    Snapshot kept_;
     bool kept_clean_ = false;
     bool dirty_everything_ = false;
     std::array<bool, static_cast<std::size_t>(SnapshotField::count)> dirty_field_{};
