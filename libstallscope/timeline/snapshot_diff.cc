@@ -83,68 +83,6 @@ void SnapshotDiffEncoder::append_record(Json&& tree, std::string& out) {
     previous_ = std::move(tree);
 }
 
-void SnapshotDiffEncoder::append_record(const Snapshot& s, std::string& out) {
-    Snapshot& p = previous_snapshot_;
-    // A part that appears or disappears changes the root's keys: the whole tree is compared (and set).
-    if (!have_previous_ || !have_snapshot_ || p.nccl.empty() != s.nccl.empty() ||
-        p.job_cgroup.has_value() != s.job_cgroup.has_value()) {
-        append_record(to_json(s), out);
-        p = s;
-        have_snapshot_ = true;
-        return;
-    }
-    // The parts in to_json's order, so the output is the same as the whole tree's comparison.
-    begin_changes();
-    part_hint_ = 0;
-    part_missing_ = false;
-    if (!same_double(p.time, s.time)) {
-        diff_part("time", format_rfc3339(s.time));
-        diff_part("unix_time", s.time);
-        p.time = s.time;
-    }
-    if (p.host != s.host) diff_part("host", Json(p.host = s.host));
-    if (p.context != s.context) diff_part("context", context_to_json(p.context = s.context));
-    if (p.host_stats != s.host_stats)
-        diff_part("host_stats", host_stats_to_json(p.host_stats = s.host_stats));
-    diff_elements("interfaces", p.interfaces, s.interfaces, interface_to_json);
-    diff_elements("rdma", p.rdma, s.rdma, rdma_port_to_json);
-    diff_elements("gpus", p.gpus, s.gpus, gpu_to_json);
-    if (p.xid_events != s.xid_events)
-        diff_part("xid_events", xid_events_to_json(p.xid_events = s.xid_events));
-    if (!s.nccl.empty() && p.nccl != s.nccl) diff_part("nccl", nccl_to_json(p.nccl = s.nccl));
-    if (s.job_cgroup && p.job_cgroup != s.job_cgroup)
-        diff_part("job_cgroup", job_cgroup_to_json(*(p.job_cgroup = s.job_cgroup)));
-    if (p.collector_failures != s.collector_failures)
-        diff_part("collector_failures",
-                  collector_failures_to_json(p.collector_failures = s.collector_failures));
-    if (p.warnings != s.warnings) diff_part("warnings", Json(p.warnings = s.warnings));
-    if (part_missing_) {
-        // previous_ did not have the shape to_json gives (not expected): what is left of the difference
-        // comes from comparing the whole trees; the parts already compared are equal by now.
-        Json tree = to_json(s);
-        stack_.clear();
-        diff(previous_, tree);
-        previous_ = std::move(tree);
-    }
-    end_changes(out);
-}
-
-// One element at a time when the array keeps its length (an unchanged one costs an operator==), else
-// the whole array (which diff() writes as a "set").
-template <typename T, typename F>
-void SnapshotDiffEncoder::diff_elements(const char* key, std::vector<T>& before, const std::vector<T>& after,
-                                        F to_json_one) {
-    if (before.size() != after.size()) {
-        Json array = Json::array();
-        for (const auto& item : after) array.push_back(to_json_one(item));
-        diff_part(key, std::move(array));
-        before = after;
-        return;
-    }
-    for (std::size_t i = 0; i < after.size(); ++i)
-        if (before[i] != after[i]) diff_element(key, i, to_json_one(before[i] = after[i]));
-}
-
 void SnapshotDiffEncoder::begin_changes() {
     add_.clear();
     set_.clear();
@@ -172,42 +110,6 @@ void SnapshotDiffEncoder::end_changes(std::string& out) {
     if (!add_.empty()) out.append(R"(,"a":[)").append(add_).push_back(']');
     if (!set_.empty()) out.append(R"(,"set":{)").append(set_).push_back('}');
     out.push_back('}');
-}
-
-// The previous tree's top-level value under `key`, pushed on the path; null when it has none.
-Json* SnapshotDiffEncoder::previous_part(const char* key) {
-    auto& items = static_cast<Json::object_t::Container&>(previous_.get_ref<Json::object_t&>());
-    const std::size_t n = items.size();
-    for (std::size_t k = 0, i = part_hint_ < n ? part_hint_ : 0; k < n; ++k, i = i + 1 < n ? i + 1 : 0) {
-        if (items[i].first != key) continue;
-        part_hint_ = i + 1;
-        stack_.push_back({&items[i].first, 0});
-        return &items[i].second;
-    }
-    part_missing_ = true;
-    return nullptr;
-}
-
-void SnapshotDiffEncoder::diff_part(const char* key, Json&& after) {
-    Json* before = previous_part(key);
-    if (!before) return;
-    diff(*before, after);
-    stack_.pop_back();
-    *before = std::move(after);
-}
-
-void SnapshotDiffEncoder::diff_element(const char* key, std::size_t index, Json&& after) {
-    Json* array = previous_part(key);
-    if (!array) return;
-    if (array->is_array() && index < array->size()) {
-        stack_.push_back({nullptr, index});
-        diff((*array)[index], after);
-        stack_.pop_back();
-        (*array)[index] = std::move(after);
-    } else {
-        part_missing_ = true;
-    }
-    stack_.pop_back();
 }
 
 // The JSON Pointer of the node being compared, built only for the few nodes that changed.

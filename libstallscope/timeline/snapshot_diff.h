@@ -45,6 +45,10 @@ class SnapshotDiffEncoder {
     Json* previous_part(const char* key);
     void diff_part(const char* key, Json&& after);
     void diff_element(const char* key, std::size_t index, Json&& after);
+    template <typename T>
+    bool diff_moving(const char* key, std::size_t index, T& before, const T& after);
+    void diff_leaf(Json& node, Json&& now);
+    void diff_counters(Json& node, const CounterMap& counters);
     template <typename T, typename F>
     void diff_elements(const char* key, std::vector<T>& before, const std::vector<T>& after, F to_json_one);
     void diff(const Json& before, const Json& after);
