@@ -125,6 +125,34 @@ std::vector<Snapshot> part_changes() {
     next([](Snapshot& x) { *x.rdma[0].counters["port_rcv_data"] += 7; });
     next([](Snapshot& x) { x.rdma[0].hw_counters["rx_icrc_encapsulated"] = 3; });
     next([](Snapshot& x) { x.interfaces.push_back(x.interfaces[0]); });
+    next([](Snapshot& x) {  // every moving number at once (the writer's leaf-by-leaf path)
+        for (auto& n : x.interfaces) {
+            for (Counter* c : {&n.rx_bytes, &n.rx_packets, &n.rx_multicast, &n.tx_bytes, &n.tx_colls})
+                *c = c->value_or(0) + 11;
+            for (auto& [name, value] : n.pause) value = value.value_or(0) + 1;
+        }
+        for (auto& p : x.rdma) {
+            p.tx_bytes = 12;
+            for (auto& [name, value] : p.hw_counters) value = std::nullopt;  // a number going null
+        }
+        for (auto& g : x.gpus) {
+            g.utilization_pct = 12.5;
+            g.power_w = std::nullopt;
+            g.energy_mj = g.energy_mj.value_or(0) + 1000;
+            g.ecc_corrected = 1;
+        }
+    });
+    next([](Snapshot& x) {  // moving numbers and something else in the same element
+        *x.rdma[0].counters["port_rcv_data"] += 1;
+        x.rdma[0].state = "DOWN";
+        x.gpus[0].temperature_c = 80;
+        x.gpus[0].throttle_reasons.push_back("hw_slowdown");
+    });
+    next([](Snapshot& x) {  // a counter renamed while others move
+        *x.rdma[0].counters["port_rcv_data"] += 1;
+        x.rdma[0].counters.erase("symbol_error");
+        x.rdma[0].counters["symbol_error_counter"] = 0;
+    });
     next([](Snapshot& x) { x.interfaces[1].tx_bytes = 99; });
     next([](Snapshot& x) { x.gpus[0].power_w = -0.5; });
     next([](Snapshot& x) { x.nccl = {}; });
