@@ -144,24 +144,6 @@ Json context_json(const JobContext& c) {
     return o;
 }
 
-Json delta_table(const DeltaTable& t) {
-    Json o = Json::object();
-    for (const auto& [entity, row] : t) {
-        Json r = Json::object();
-        for (const auto& [name, d] : row) {
-            if (d.reset || d.wrapped)
-                r[name] = Json{{"per_second", d.per_second},
-                               {"delta", d.delta},
-                               {"reset", d.reset},
-                               {"wrapped", d.wrapped}};
-            else
-                r[name] = d.per_second;
-        }
-        o[entity] = std::move(r);
-    }
-    return o;
-}
-
 // The element readers assign every field of an existing element (re-reading one sample's port into the
 // last sample's reuses its maps and strings); the returning forms read into a fresh one.
 void read_interface(const Reader& r, NetInterface& i) {
@@ -326,47 +308,6 @@ const Json* object_at(const Reader& r, const char* key) {
 
 }  // namespace
 
-std::string format_rfc3339(double epoch_seconds) {
-    // Years 0001-9999 only (four digits): a hand-edited or corrupt timeline's 1e29 must not reach the
-    // time_t conversion, which is undefined behaviour out of range (found by fuzzing replay).
-    constexpr double kFirst = -62135596800.0, kLast = 253402300799.0;  // 0001-01-01, 9999-12-31T23:59:59
-    if (!std::isfinite(epoch_seconds)) epoch_seconds = 0;
-    epoch_seconds = std::clamp(epoch_seconds, kFirst, kLast);
-    double whole = std::floor(epoch_seconds);
-    int millis = static_cast<int>(std::lround((epoch_seconds - whole) * 1000.0));
-    if (millis == 1000) {
-        whole += 1;
-        millis = 0;
-    }
-    const std::time_t t = static_cast<std::time_t>(whole);
-    std::tm tm{};
-    ::gmtime_r(&t, &tm);
-    char buf[96];  // room for any int the compiler cannot rule out (-Wformat-truncation)
-    std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
-                  tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, millis);
-    return buf;
-}
-
-std::optional<double> parse_rfc3339(const std::string& text) {
-    std::tm tm{};
-    int consumed = 0;
-    if (std::sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
-                    &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &consumed) != 6)
-        return std::nullopt;
-    tm.tm_year -= 1900;
-    tm.tm_mon -= 1;
-    double fraction = 0;
-    std::size_t pos = static_cast<std::size_t>(consumed);
-    if (pos < text.size() && text[pos] == '.') {
-        double scale = 0.1;
-        for (++pos; pos < text.size() && text[pos] >= '0' && text[pos] <= '9'; ++pos, scale /= 10)
-            fraction += (text[pos] - '0') * scale;
-    }
-    const std::string zone = text.substr(pos);
-    if (zone != "Z" && zone != "+00:00" && zone != "z") return std::nullopt;
-    return static_cast<double>(::timegm(&tm)) + fraction;
-}
-
 Json host_stats_to_json(const HostStats& h) {
     Json o = json_fields::object_of(9);
     put(o, "load1", or_null(h.load1));
@@ -421,15 +362,6 @@ Json to_json(const Snapshot& s) {
     put(o, "collector_failures", collector_failures_to_json(s.collector_failures));
     put(o, "warnings", s.warnings);
     return o;
-}
-
-Json to_json(const Rates& r) {
-    return Json{{"interval_seconds", r.interval_seconds},
-                {"host", delta_table(r.host)},
-                {"interfaces", delta_table(r.interfaces)},
-                {"rdma_counters", delta_table(r.rdma_counters)},
-                {"rdma_hw_counters", delta_table(r.rdma_hw_counters)},
-                {"gpus", delta_table(r.gpus)}};
 }
 
 SnapshotField snapshot_field(std::string_view key) {
