@@ -4,6 +4,7 @@
 // GPU elements) its pointers touched into the snapshot kept from the previous sample.
 #include <simdjson.h>
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 
@@ -27,9 +28,26 @@ Json to_tree(simdjson::dom::element e) {
         case simdjson::dom::element_type::OBJECT: {
             Json o = Json::object();
             simdjson::dom::object object;
-            if (e.get(object) == simdjson::SUCCESS)
-                for (simdjson::dom::key_value_pair field : object)
-                    o[std::string(field.key)] = to_tree(field.value);
+            if (e.get(object) != simdjson::SUCCESS) return o;
+            // Appended (ordered_json's operator[] searches the keys on every insert: quadratic in a
+            // counter map's size), then checked for a repeated key, which a hand-edited file may hold:
+            // that rare object is rebuilt with operator[], the last value winning, as nlohmann's parser
+            // would.
+            auto& items = o.get_ref<Json::object_t&>();
+            items.reserve(object.size());
+            for (simdjson::dom::key_value_pair field : object)
+                items.emplace_back(std::string(field.key), to_tree(field.value));
+            if (items.size() > 1) {
+                thread_local std::vector<std::string_view> keys;  // reused: the children are done
+                keys.clear();
+                for (const auto& item : items) keys.push_back(item.first);
+                std::sort(keys.begin(), keys.end());
+                if (std::adjacent_find(keys.begin(), keys.end()) != keys.end()) {
+                    Json unique = Json::object();
+                    for (auto& item : items) unique[item.first] = std::move(item.second);
+                    return unique;
+                }
+            }
             return o;
         }
         case simdjson::dom::element_type::INT64: {
