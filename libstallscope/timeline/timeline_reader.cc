@@ -165,7 +165,7 @@ class Reader {
             emit(to_tree(doc), number);
         } else if (object["full"].get(full) == simdjson::SUCCESS) {
             decoder_.keyframe(to_tree(full));
-            add_keys_.clear();
+            add_keys_used_ = 0;
             add_targets_.clear();
             emit_kept(number);
         } else if (apply_changes(object, number)) {
@@ -240,15 +240,20 @@ class Reader {
         simdjson::dom::array list;
         clear_dirty();
         if (object["keys"].get_array().get(list) == simdjson::SUCCESS) {
-            add_keys_.clear();
+            // The list changes whenever a counter starts or stops moving (every second on a busy node):
+            // its strings are assigned over the last list's, which allocates nothing once grown.
+            add_keys_used_ = 0;
             add_targets_.clear();
             for (simdjson::dom::element key : list) {
                 std::string_view text;
                 if (key.get_string().get(text) != simdjson::SUCCESS) {
+                    add_keys_used_ = 0;
+                    add_targets_.clear();
                     problem_ = "\"keys\" holds a non-string";
                     return broken(number);
                 }
-                add_keys_.emplace_back(text);
+                if (add_keys_used_ == add_keys_.size()) add_keys_.emplace_back();
+                add_keys_[add_keys_used_++].assign(text);
                 add_targets_.push_back(target_of(text));
             }
         }
@@ -256,14 +261,14 @@ class Reader {
             std::size_t i = 0;
             for (simdjson::dom::element value : list) {
                 std::int64_t delta = 0;
-                if (i >= add_keys_.size() || value.get_int64().get(delta) != simdjson::SUCCESS) {
+                if (i >= add_keys_used_ || value.get_int64().get(delta) != simdjson::SUCCESS) {
                     problem_ = "\"a\" does not match \"keys\"";
                     return broken(number);
                 }
                 if (!decoder_.add(add_keys_[i], delta, problem_)) return broken(number);
                 touch(add_targets_[i++]);
             }
-            if (i != add_keys_.size()) {
+            if (i != add_keys_used_) {
                 problem_ = "\"a\" does not match \"keys\"";
                 return broken(number);
             }
@@ -350,8 +355,9 @@ class Reader {
     simdjson::dom::parser parser_;
     SnapshotDiffDecoder decoder_;
     std::string problem_;
-    std::vector<std::string> add_keys_;  // the pointers of "a", from the last "keys"
-    std::vector<Target> add_targets_;    // what each of them touches
+    std::vector<std::string> add_keys_;  // the pointers of "a", from the last "keys": [0, add_keys_used_)
+    std::size_t add_keys_used_ = 0;
+    std::vector<Target> add_targets_;  // what each of them touches
     // The last v2 sample as read, and what this record changed in it.
     Snapshot kept_;
     bool kept_clean_ = false;
