@@ -95,9 +95,16 @@ std::span<const Moving<Gpu>> moving_fields(const Gpu*) {
 
 void SnapshotDiffEncoder::append_record(const Snapshot& s, std::string& out) {
     Snapshot& p = previous_snapshot_;
+    // The top-level keys this function walks: to_json of an empty snapshot's, plus nccl and job_cgroup
+    // when present. A key to_json gained and this walk has not heard of shows as a different count, and
+    // the whole tree is compared (a field added to the model still flows through unchanged).
+    static const std::size_t kParts = to_json(Snapshot{}).size();
+    constexpr std::size_t kWalked = 12;  // schema .. warnings below, without nccl and job_cgroup
+    const std::size_t parts = kParts + !s.nccl.empty() + s.job_cgroup.has_value();
     // A part that appears or disappears changes the root's keys: the whole tree is compared (and set).
     if (!have_previous_ || !have_snapshot_ || p.nccl.empty() != s.nccl.empty() ||
-        p.job_cgroup.has_value() != s.job_cgroup.has_value()) {
+        p.job_cgroup.has_value() != s.job_cgroup.has_value() || previous_.size() != parts ||
+        kParts != kWalked) {
         append_record(to_json(s), out);
         p = s;
         have_snapshot_ = true;
