@@ -4,9 +4,18 @@ namespace stallscope::json_fields {
 
 const Json* Reader::find(const char* key) const {
     if (!object.is_object()) return nullptr;
-    auto it = object.find(key);
-    if (it == object.end() || it->is_null()) return nullptr;
-    return &*it;
+    // From the item after the last match, wrapping around: still a full search when the key is absent
+    // or out of order, one comparison when it is where the writer put it.
+    // ordered_map hides the vector's operator[] behind its own (by key): index the vector directly.
+    const Json::object_t::Container& items = object.get_ref<const Json::object_t&>();
+    const std::size_t n = items.size();
+    const std::string_view wanted(key);
+    for (std::size_t k = 0, i = next < n ? next : 0; k < n; ++k, i = i + 1 < n ? i + 1 : 0) {
+        if (items[i].first != wanted) continue;
+        next = i + 1;
+        return items[i].second.is_null() ? nullptr : &items[i].second;
+    }
+    return nullptr;
 }
 
 void Reader::wrong_type(const char* key, const char* expected) const {

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "libstallscope/model/snapshot_json.h"
@@ -17,10 +18,26 @@ Json or_null(const std::optional<T>& value) {
     return value ? Json(*value) : Json(nullptr);
 }
 
+// Objects built by appending. ordered_json's operator[] and its initializer-list constructor search the
+// keys linearly on every insert, which makes building an object quadratic in its size (and an initializer
+// list allocates a two-element array per pair); the writers' keys are unique by construction, so they
+// append to the object's vector instead.
+inline Json object_of(std::size_t size) {
+    Json o = Json::object();
+    o.get_ref<Json::object_t&>().reserve(size);
+    return o;
+}
+inline void put(Json& object, std::string_view key, Json&& value) {
+    object.get_ref<Json::object_t&>().emplace_back(std::string(key), std::move(value));
+}
+
 struct Reader {
     const Json& object;
     std::vector<std::string>& problems;
     std::string where;  // "gpus[3]" - prefix for problem messages
+    // Where the last find() matched: readers ask for fields in the order the writers put them, so the
+    // next key is almost always the next item (one comparison instead of a search per field).
+    mutable std::size_t next = 0;
 
     const Json* find(const char* key) const;
     std::optional<std::uint64_t> u64(const char* key) const;

@@ -20,12 +20,14 @@ struct NcclPeer {
     std::string host;
     std::int64_t pid = -1;
     std::string gpus;  // CUDA device(s) as RAS prints them ("5", "0,1")
+    bool operator==(const NcclPeer&) const = default;
 };
 
 struct NcclMissingRank {
     NcclPeer peer;
     bool considered_dead = false;  // unreachable for 60 s x NCCL_RAS_TIMEOUT_FACTOR
     bool unresponsive = false;     // did not answer this collection
+    bool operator==(const NcclMissingRank&) const = default;
 };
 
 struct NcclRankError {
@@ -33,6 +35,7 @@ struct NcclRankError {
     std::string error;    // "Remote process error", "ABORT", "init_state 3", ...
     int async_error = 0;  // ncclResult_t, 0 when unknown/none
     bool abort = false;
+    bool operator==(const NcclRankError&) const = default;
 };
 
 // One collective function whose launch counts differ between the ranks of a communicator.
@@ -41,6 +44,7 @@ struct NcclCountMismatch {
     std::uint64_t max_count = 0;
     std::vector<std::pair<int, std::uint64_t>> laggards;  // (rank, count) for ranks below max_count
     int unlisted_laggards = 0;  // behind, but RAS did not itemise them (text majority group)
+    bool operator==(const NcclCountMismatch&) const = default;
 };
 
 struct NcclCommunicator {
@@ -52,6 +56,7 @@ struct NcclCommunicator {
     std::vector<NcclRankError> errors;
     std::vector<NcclCountMismatch> mismatches;
     std::map<std::string, std::uint64_t> max_counts;  // per function, JSON only: progress between polls
+    bool operator==(const NcclCommunicator&) const = default;
 };
 
 // One answer of `STATUS` (text or JSON), or why there was none.
@@ -68,6 +73,7 @@ struct NcclRasReport {
     std::vector<NcclPeer> dead_processes;         // job-level DEAD block (text) / considered_dead (JSON)
     std::vector<NcclPeer> missing_processes;      // job-level INCOMPLETE block (text)
     std::vector<NcclCommunicator> communicators;  // JSON: all; text: the ones named in Errors/Warnings
+    bool operator==(const NcclRasReport&) const = default;
 };
 
 // One MONITOR event (NCCL >= 2.29): PEER_DEAD, PEER_UNRESPONSIVE, ...
@@ -77,6 +83,7 @@ struct NcclRasEvent {
     std::string event;
     NcclPeer peer;
     std::string details;
+    bool operator==(const NcclRasEvent&) const = default;
 };
 
 // Inspector records of one (communicator, collective, message size, rank) read in this sample.
@@ -90,6 +97,7 @@ struct NcclCollectiveStats {
     int records = 0;
     double median_busbw_gbs = 0;
     double median_exec_us = 0;
+    bool operator==(const NcclCollectiveStats&) const = default;
 };
 
 // A rank that arrived last (shortest kernel time while its peers waited) in most instances of a
@@ -101,11 +109,13 @@ struct NcclStraggler {
     int instances = 0;  // joined instances with a significant arrival skew in the window
     int late = 0;       // of those, how many this rank arrived last
     double median_skew_us = 0;
+    bool operator==(const NcclStraggler&) const = default;
 };
 
 struct NcclInspector {
     std::vector<NcclCollectiveStats> collectives;
     std::vector<NcclStraggler> stragglers;
+    bool operator==(const NcclInspector&) const = default;
 };
 
 // A line from an NCCL debug file or a PyTorch log that matters (research notes section 5.4).
@@ -118,6 +128,7 @@ struct NcclLogEvent {
     std::int64_t pid = -1;
     std::map<std::string, std::string> fields;  // peer, status, op, seq, timeout_ms, ...
     std::string line;                           // the matched line, cut to 400 bytes
+    bool operator==(const NcclLogEvent&) const = default;
 };
 
 // `--nccl-test`: one all_reduce_perf run.
@@ -133,6 +144,7 @@ struct NcclTestResult {
     std::optional<std::uint64_t> wrong;  // sum of #wrong over rows (null when -c 0 prints N/A)
     int rows = 0;
     std::vector<std::string> errors;  // "Test NCCL failure ..." lines
+    bool operator==(const NcclTestResult&) const = default;
 };
 
 struct NcclState {
@@ -145,6 +157,7 @@ struct NcclState {
         return ras.empty() && ras_events.empty() && inspector.collectives.empty() &&
                inspector.stragglers.empty() && log_events.empty() && !nccl_test;
     }
+    bool operator==(const NcclState&) const = default;
 };
 
 }  // namespace stallscope

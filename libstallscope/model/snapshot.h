@@ -2,6 +2,9 @@
 //
 // Value rule (ARCHITECTURE.md): a counter that is missing, unreadable or not a valid unsigned 64-bit
 // integer is std::nullopt (serialised as null or left out) and named in `warnings` -- never 0.
+// Every struct compares with a defaulted operator==: the v2 timeline writer serialises only the parts of a
+// sample that differ from the previous one (a gauge going from 0.0 to -0.0 compares equal and is not
+// rewritten; nothing reads the sign of a zero).
 #pragma once
 
 #include <cstdint>
@@ -27,6 +30,7 @@ struct JobContext {
     std::vector<std::string> gpus;  // the step's GPUs as the scheduler names them (global gres indices)
     std::vector<std::string> visible_devices;  // CUDA_VISIBLE_DEVICES / ROCR_VISIBLE_DEVICES entries
     std::string pod, namespace_name;
+    bool operator==(const JobContext&) const = default;
 };
 
 struct Psi {
@@ -35,6 +39,7 @@ struct Psi {
     Gauge memory_some_avg10, memory_some_avg60, memory_full_avg10, memory_full_avg60;
     // Lifetime stall time in microseconds ("total=" field); deltas of these are exact, avg10 is smoothed.
     Counter cpu_some_total_us, io_some_total_us, io_full_total_us, memory_some_total_us, memory_full_total_us;
+    bool operator==(const Psi&) const = default;
 };
 
 struct HostStats {
@@ -43,6 +48,7 @@ struct HostStats {
     Counter procs_running, procs_blocked;
     Counter oom_kills;  // /proc/vmstat oom_kill, lifetime
     Psi psi;
+    bool operator==(const HostStats&) const = default;
 };
 
 // One row of /proc/net/dev plus what ethtool adds for the same interface.
@@ -53,6 +59,7 @@ struct NetInterface {
     // ethtool -S fields that matter for PFC/backpressure (rx_pause, tx_prio3_pause, *_pause_duration,
     // tx_pause_storm_warning_events, rx_discards_phy, ...), raw names. Empty when ethtool gave nothing.
     CounterMap pause;
+    bool operator==(const NetInterface&) const = default;
 };
 
 struct RdmaPort {
@@ -66,6 +73,7 @@ struct RdmaPort {
     CounterMap hw_counters;      // ports/N/hw_counters/*
     Counter rx_bytes, tx_bytes;  // port_rcv_data * 4, port_xmit_data * 4
     std::string key() const { return device + "/" + std::to_string(port); }
+    bool operator==(const RdmaPort&) const = default;
 };
 
 // NVML GPM (Hopper and newer) over the last >= 100 ms between two GPM samples: what the SMs, tensor cores
@@ -77,6 +85,7 @@ struct GpmMetrics {
     Gauge dram_bandwidth_pct;  // NVML_GPM_METRIC_DRAM_BW_UTIL
     Gauge pcie_tx_mib_per_s, pcie_rx_mib_per_s;
     Gauge nvlink_tx_mib_per_s, nvlink_rx_mib_per_s;  // all links
+    bool operator==(const GpmMetrics&) const = default;
 };
 
 // NVLink and PCIe counters from nvmlDeviceGetFieldValues, lifetime (deltas in Rates::gpus).
@@ -86,6 +95,7 @@ struct GpuInterconnect {
     Counter nvlink_crc_errors, nvlink_replay_errors, nvlink_recovery_errors;  // *_COUNT_TOTAL
     Counter pcie_replay_count;
     Counter pcie_tx_bytes, pcie_rx_bytes;  // NVML_FI_DEV_PCIE_COUNT_TX/RX_BYTES
+    bool operator==(const GpuInterconnect&) const = default;
 };
 
 // A MIG instance reported as its own Gpu entry: NVML gives no utilization for it, and power,
@@ -95,6 +105,7 @@ struct MigInstance {
     int parent_index = -1;
     std::optional<int> gpu_instance_id, compute_instance_id;
     bool gauges_from_parent = true;
+    bool operator==(const MigInstance&) const = default;
 };
 
 // A process NVML lists on a GPU (nvmlDeviceGetComputeRunningProcesses_v3), placed by its cgroup.
@@ -107,6 +118,7 @@ struct GpuProcess {
     std::string job_id;  // the job_* component of that path, "" when not a Slurm job's
     std::optional<std::uint32_t> uid;
     std::string owner;  // step | job | other_job | other_user | unknown
+    bool operator==(const GpuProcess&) const = default;
 };
 
 struct Gpu {
@@ -130,6 +142,7 @@ struct Gpu {
     std::optional<GpuInterconnect> interconnect;
     std::optional<MigInstance> mig;
     std::optional<std::vector<GpuProcess>> processes;
+    bool operator==(const Gpu&) const = default;
 };
 
 // An Xid line from the kernel log (kmsg), already mapped to a GPU when the PCI id matched one.
@@ -139,6 +152,7 @@ struct XidEvent {
     int gpu_index = -1;
     std::string severity;  // critical | warning | info (node-health-anchors.md section 6)
     std::string message;   // the rest of the kernel line
+    bool operator==(const XidEvent&) const = default;
 };
 
 // The job's own cgroup (Slurm's step_* / job_* directory): what this job used, where /proc numbers are
@@ -153,6 +167,7 @@ struct JobCgroup {
     Counter cpu_usage_usec, cpu_user_usec, cpu_system_usec;
     Counter cpu_nr_periods, cpu_nr_throttled, cpu_throttled_usec;  // present with the cpu controller
     Psi psi;  // <cgroup>/{cpu,io,memory}.pressure, same fields as the node's
+    bool operator==(const JobCgroup&) const = default;
 };
 
 struct Snapshot {
@@ -169,6 +184,7 @@ struct Snapshot {
     std::vector<std::string> warnings;  // one per missing/unreadable/garbage input, naming the file/device
     // Collectors that failed or overran their deadline this sample (name -> why); drives UNKNOWN.
     std::map<std::string, std::string> collector_failures;
+    bool operator==(const Snapshot&) const = default;
 };
 
 }  // namespace stallscope

@@ -4,6 +4,7 @@ namespace stallscope {
 namespace {
 
 using json_fields::or_null;
+using json_fields::put;
 using json_fields::Reader;
 
 std::optional<int> read_int(const Reader& r, const char* key) {
@@ -78,21 +79,23 @@ GpuProcess read_process(const Reader& r) {
 }  // namespace
 
 Json psi_to_json(const Psi& p) {
-    return Json{{"cpu_some_avg10", or_null(p.cpu_some_avg10)},
-                {"cpu_some_avg60", or_null(p.cpu_some_avg60)},
-                {"io_some_avg10", or_null(p.io_some_avg10)},
-                {"io_some_avg60", or_null(p.io_some_avg60)},
-                {"io_full_avg10", or_null(p.io_full_avg10)},
-                {"io_full_avg60", or_null(p.io_full_avg60)},
-                {"memory_some_avg10", or_null(p.memory_some_avg10)},
-                {"memory_some_avg60", or_null(p.memory_some_avg60)},
-                {"memory_full_avg10", or_null(p.memory_full_avg10)},
-                {"memory_full_avg60", or_null(p.memory_full_avg60)},
-                {"cpu_some_total_us", or_null(p.cpu_some_total_us)},
-                {"io_some_total_us", or_null(p.io_some_total_us)},
-                {"io_full_total_us", or_null(p.io_full_total_us)},
-                {"memory_some_total_us", or_null(p.memory_some_total_us)},
-                {"memory_full_total_us", or_null(p.memory_full_total_us)}};
+    Json o = json_fields::object_of(15);
+    put(o, "cpu_some_avg10", or_null(p.cpu_some_avg10));
+    put(o, "cpu_some_avg60", or_null(p.cpu_some_avg60));
+    put(o, "io_some_avg10", or_null(p.io_some_avg10));
+    put(o, "io_some_avg60", or_null(p.io_some_avg60));
+    put(o, "io_full_avg10", or_null(p.io_full_avg10));
+    put(o, "io_full_avg60", or_null(p.io_full_avg60));
+    put(o, "memory_some_avg10", or_null(p.memory_some_avg10));
+    put(o, "memory_some_avg60", or_null(p.memory_some_avg60));
+    put(o, "memory_full_avg10", or_null(p.memory_full_avg10));
+    put(o, "memory_full_avg60", or_null(p.memory_full_avg60));
+    put(o, "cpu_some_total_us", or_null(p.cpu_some_total_us));
+    put(o, "io_some_total_us", or_null(p.io_some_total_us));
+    put(o, "io_full_total_us", or_null(p.io_full_total_us));
+    put(o, "memory_some_total_us", or_null(p.memory_some_total_us));
+    put(o, "memory_full_total_us", or_null(p.memory_full_total_us));
+    return o;
 }
 
 Psi read_psi(const Reader& pr) {
@@ -116,35 +119,41 @@ Psi read_psi(const Reader& pr) {
 }
 
 Json gpm_to_json(const GpmMetrics& g) {
-    return Json{{"sm_active_pct", or_null(g.sm_active_pct)},
-                {"sm_occupancy_pct", or_null(g.sm_occupancy_pct)},
-                {"tensor_active_pct", or_null(g.tensor_active_pct)},
-                {"dram_bandwidth_pct", or_null(g.dram_bandwidth_pct)},
-                {"pcie_tx_mib_per_s", or_null(g.pcie_tx_mib_per_s)},
-                {"pcie_rx_mib_per_s", or_null(g.pcie_rx_mib_per_s)},
-                {"nvlink_tx_mib_per_s", or_null(g.nvlink_tx_mib_per_s)},
-                {"nvlink_rx_mib_per_s", or_null(g.nvlink_rx_mib_per_s)}};
+    Json o = json_fields::object_of(8);
+    put(o, "sm_active_pct", or_null(g.sm_active_pct));
+    put(o, "sm_occupancy_pct", or_null(g.sm_occupancy_pct));
+    put(o, "tensor_active_pct", or_null(g.tensor_active_pct));
+    put(o, "dram_bandwidth_pct", or_null(g.dram_bandwidth_pct));
+    put(o, "pcie_tx_mib_per_s", or_null(g.pcie_tx_mib_per_s));
+    put(o, "pcie_rx_mib_per_s", or_null(g.pcie_rx_mib_per_s));
+    put(o, "nvlink_tx_mib_per_s", or_null(g.nvlink_tx_mib_per_s));
+    put(o, "nvlink_rx_mib_per_s", or_null(g.nvlink_rx_mib_per_s));
+    return o;
 }
 
 Json interconnect_to_json(const GpuInterconnect& l) {
-    return Json{{"nvlink_link_count", or_null(l.nvlink_link_count)},
-                {"nvlink_tx_bytes", or_null(l.nvlink_tx_bytes)},
-                {"nvlink_rx_bytes", or_null(l.nvlink_rx_bytes)},
-                {"nvlink_crc_errors", or_null(l.nvlink_crc_errors)},
-                {"nvlink_replay_errors", or_null(l.nvlink_replay_errors)},
-                {"nvlink_recovery_errors", or_null(l.nvlink_recovery_errors)},
-                {"pcie_replay_count", or_null(l.pcie_replay_count)},
-                {"pcie_tx_bytes", or_null(l.pcie_tx_bytes)},
-                {"pcie_rx_bytes", or_null(l.pcie_rx_bytes)}};
+    Json o = json_fields::object_of(9);
+    put(o, "nvlink_link_count", or_null(l.nvlink_link_count));
+    put(o, "nvlink_tx_bytes", or_null(l.nvlink_tx_bytes));
+    put(o, "nvlink_rx_bytes", or_null(l.nvlink_rx_bytes));
+    put(o, "nvlink_crc_errors", or_null(l.nvlink_crc_errors));
+    put(o, "nvlink_replay_errors", or_null(l.nvlink_replay_errors));
+    put(o, "nvlink_recovery_errors", or_null(l.nvlink_recovery_errors));
+    put(o, "pcie_replay_count", or_null(l.pcie_replay_count));
+    put(o, "pcie_tx_bytes", or_null(l.pcie_tx_bytes));
+    put(o, "pcie_rx_bytes", or_null(l.pcie_rx_bytes));
+    return o;
 }
 
 Json mig_to_json(const MigInstance& m) {
-    return Json{{"parent_uuid", m.parent_uuid},
-                {"parent_pci_bus_id", m.parent_pci_bus_id},
-                {"parent_index", m.parent_index},
-                {"gpu_instance_id", or_null(m.gpu_instance_id)},
-                {"compute_instance_id", or_null(m.compute_instance_id)},
-                {"gauges_from_parent", m.gauges_from_parent}};
+    Json o = json_fields::object_of(6);
+    put(o, "parent_uuid", m.parent_uuid);
+    put(o, "parent_pci_bus_id", m.parent_pci_bus_id);
+    put(o, "parent_index", m.parent_index);
+    put(o, "gpu_instance_id", or_null(m.gpu_instance_id));
+    put(o, "compute_instance_id", or_null(m.compute_instance_id));
+    put(o, "gauges_from_parent", m.gauges_from_parent);
+    return o;
 }
 
 Json processes_to_json(const std::vector<GpuProcess>& processes) {
@@ -162,36 +171,39 @@ Json processes_to_json(const std::vector<GpuProcess>& processes) {
 }
 
 Json job_cgroup_to_json(const JobCgroup& c) {
-    return Json{{"version", c.version},
-                {"path", c.path},
-                {"scope", c.scope},
-                {"job_id", c.job_id},
-                {"step_id", c.step_id},
-                {"memory_current_bytes", or_null(c.memory_current_bytes)},
-                {"memory_peak_bytes", or_null(c.memory_peak_bytes)},
-                {"memory_max_bytes", or_null(c.memory_max_bytes)},
-                {"memory_oom_events", or_null(c.memory_oom_events)},
-                {"memory_oom_kill_events", or_null(c.memory_oom_kill_events)},
-                {"cpu_usage_usec", or_null(c.cpu_usage_usec)},
-                {"cpu_user_usec", or_null(c.cpu_user_usec)},
-                {"cpu_system_usec", or_null(c.cpu_system_usec)},
-                {"cpu_nr_periods", or_null(c.cpu_nr_periods)},
-                {"cpu_nr_throttled", or_null(c.cpu_nr_throttled)},
-                {"cpu_throttled_usec", or_null(c.cpu_throttled_usec)},
-                {"psi", psi_to_json(c.psi)}};
+    Json o = json_fields::object_of(17);
+    put(o, "version", c.version);
+    put(o, "path", c.path);
+    put(o, "scope", c.scope);
+    put(o, "job_id", c.job_id);
+    put(o, "step_id", c.step_id);
+    put(o, "memory_current_bytes", or_null(c.memory_current_bytes));
+    put(o, "memory_peak_bytes", or_null(c.memory_peak_bytes));
+    put(o, "memory_max_bytes", or_null(c.memory_max_bytes));
+    put(o, "memory_oom_events", or_null(c.memory_oom_events));
+    put(o, "memory_oom_kill_events", or_null(c.memory_oom_kill_events));
+    put(o, "cpu_usage_usec", or_null(c.cpu_usage_usec));
+    put(o, "cpu_user_usec", or_null(c.cpu_user_usec));
+    put(o, "cpu_system_usec", or_null(c.cpu_system_usec));
+    put(o, "cpu_nr_periods", or_null(c.cpu_nr_periods));
+    put(o, "cpu_nr_throttled", or_null(c.cpu_nr_throttled));
+    put(o, "cpu_throttled_usec", or_null(c.cpu_throttled_usec));
+    put(o, "psi", psi_to_json(c.psi));
+    return o;
 }
 
 void add_gpu_depth_json(const Gpu& g, Json& o) {
-    if (g.gpm) o["gpm"] = gpm_to_json(*g.gpm);
-    if (g.interconnect) o["interconnect"] = interconnect_to_json(*g.interconnect);
-    if (g.mig) o["mig"] = mig_to_json(*g.mig);
-    if (g.processes) o["processes"] = processes_to_json(*g.processes);
+    if (g.gpm) put(o, "gpm", gpm_to_json(*g.gpm));
+    if (g.interconnect) put(o, "interconnect", interconnect_to_json(*g.interconnect));
+    if (g.mig) put(o, "mig", mig_to_json(*g.mig));
+    if (g.processes) put(o, "processes", processes_to_json(*g.processes));
 }
 
 void read_gpu_depth(const Reader& r, Gpu& g) {
     g.gpm = sub_object<GpmMetrics>(r, "gpm", read_gpm);
     g.interconnect = sub_object<GpuInterconnect>(r, "interconnect", read_interconnect);
     g.mig = sub_object<MigInstance>(r, "mig", read_mig);
+    g.processes.reset();  // reading into a GPU read before (the timeline reader's kept sample)
     if (const Json* v = r.find("processes"); v && v->is_array())
         g.processes = r.objects<GpuProcess>("processes", read_process);
     else if (v && !v->is_null())

@@ -5,6 +5,9 @@
 #include <cstring>
 #include <nlohmann/detail/conversions/to_chars.hpp>
 
+#include "libstallscope/model/nccl_json.h"
+#include "libstallscope/model/snapshot_json_depth.h"
+
 namespace stallscope {
 namespace {
 
@@ -65,6 +68,7 @@ void append_json_string(std::string& out, std::string_view s) {
 }
 
 void SnapshotDiffEncoder::append_record(Json&& tree, std::string& out) {
+    have_snapshot_ = false;  // previous_ no longer matches previous_snapshot_
     if (!have_previous_) {
         out.append(R"({"type":"sample","full":)");
         out.append(tree.dump(-1, ' ', false, Json::error_handler_t::replace));
@@ -73,12 +77,21 @@ void SnapshotDiffEncoder::append_record(Json&& tree, std::string& out) {
         have_previous_ = true;
         return;
     }
+    begin_changes();
+    diff(previous_, tree);
+    end_changes(out);
+    previous_ = std::move(tree);
+}
+
+void SnapshotDiffEncoder::begin_changes() {
     add_.clear();
     set_.clear();
     add_first_ = set_first_ = true;
     keys_used_ = 0;
     stack_.clear();
-    diff(previous_, tree);
+}
+
+void SnapshotDiffEncoder::end_changes(std::string& out) {
     out.append(R"({"type":"sample")");
     // The pointers of the moved integers only when they differ from the last record's (a counter started or
     // stopped moving); the values always, in that order.
@@ -97,7 +110,6 @@ void SnapshotDiffEncoder::append_record(Json&& tree, std::string& out) {
     if (!add_.empty()) out.append(R"(,"a":[)").append(add_).push_back(']');
     if (!set_.empty()) out.append(R"(,"set":{)").append(set_).push_back('}');
     out.push_back('}');
-    previous_ = std::move(tree);
 }
 
 // The JSON Pointer of the node being compared, built only for the few nodes that changed.

@@ -180,7 +180,7 @@ bool TimelineWriter::append_sample(const Snapshot& snapshot, const Profile& prof
     }
     if (!frame_started_ && !start_frame(error)) return false;
     line_.clear();
-    encoder_.append_record(to_json(snapshot), line_);
+    encoder_.append_record(snapshot, line_);
     line_.push_back('\n');
     // The last sample of a frame ends it; the next sample starts a new one with a full sample.
     const bool last_in_frame = ++samples_in_frame_ >= samples_per_frame_;

@@ -105,6 +105,11 @@ class TimelineVisitor {
     virtual ~TimelineVisitor() = default;
     virtual void header(const Json&) {}
     virtual void sample(Snapshot&& snapshot) = 0;
+    // A sample lent rather than given. The v2 reader updates one kept Snapshot from record to record, so
+    // handing out an owned one costs a whole Snapshot copy (every map node: more than the reading).
+    // A visitor that only looks, or that copy-assigns into storage of its own (Profiler::observe(const
+    // Snapshot&) assigns into its previous sample, reusing its nodes), overrides this to save that copy.
+    virtual void sample_view(const Snapshot& snapshot) { sample(Snapshot(snapshot)); }
     virtual void event(const Json&) {}
     virtual void verdict(const Json&) {}
 };

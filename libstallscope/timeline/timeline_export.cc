@@ -17,7 +17,8 @@ class Exporter final : public TimelineVisitor {
         if (!have_header_) first_header_ = v1, have_header_ = true;
         write(v1);
     }
-    void sample(Snapshot&& snapshot) override {
+    void sample(Snapshot&& snapshot) override { sample_view(snapshot); }
+    void sample_view(const Snapshot& snapshot) override {  // no copy of the reader's sample
         line_ = Json{{"type", "sample"}};
         fields_ = to_json(snapshot);
         for (auto& [key, value] : fields_.items()) line_[key] = std::move(value);

@@ -1,7 +1,12 @@
 // visit_timeline: v1 and v2 lines parsed with simdjson (On Demand would save little: most of a v2 line is
-// read anyway), snapshots rebuilt through snapshot_from_json so the reader follows every field the model
-// adds without a change here.
+// read anyway), snapshots read through snapshot_from_json so the reader follows every field the model
+// adds without a change here. A v2 change record re-reads only the fields (and interface / RDMA port /
+// GPU elements) its pointers touched into the snapshot kept from the previous sample.
 #include <simdjson.h>
+
+#include <algorithm>
+#include <array>
+#include <charconv>
 
 #include "libstallscope/timeline/timeline.h"
 
@@ -23,9 +28,26 @@ Json to_tree(simdjson::dom::element e) {
         case simdjson::dom::element_type::OBJECT: {
             Json o = Json::object();
             simdjson::dom::object object;
-            if (e.get(object) == simdjson::SUCCESS)
-                for (simdjson::dom::key_value_pair field : object)
-                    o[std::string(field.key)] = to_tree(field.value);
+            if (e.get(object) != simdjson::SUCCESS) return o;
+            // Appended (ordered_json's operator[] searches the keys on every insert: quadratic in a
+            // counter map's size), then checked for a repeated key, which a hand-edited file may hold:
+            // that rare object is rebuilt with operator[], the last value winning, as nlohmann's parser
+            // would.
+            auto& items = o.get_ref<Json::object_t&>();
+            items.reserve(object.size());
+            for (simdjson::dom::key_value_pair field : object)
+                items.emplace_back(std::string(field.key), to_tree(field.value));
+            if (items.size() > 1) {
+                thread_local std::vector<std::string_view> keys;  // reused: the children are done
+                keys.clear();
+                for (const auto& item : items) keys.push_back(item.first);
+                std::sort(keys.begin(), keys.end());
+                if (std::adjacent_find(keys.begin(), keys.end()) != keys.end()) {
+                    Json unique = Json::object();
+                    for (auto& item : items) unique[item.first] = std::move(item.second);
+                    return unique;
+                }
+            }
             return o;
         }
         case simdjson::dom::element_type::INT64: {
@@ -143,38 +165,110 @@ class Reader {
             emit(to_tree(doc), number);
         } else if (object["full"].get(full) == simdjson::SUCCESS) {
             decoder_.keyframe(to_tree(full));
-            add_keys_.clear();
-            emit(decoder_.tree(), number);
+            add_keys_used_ = 0;
+            add_targets_.clear();
+            emit_kept(number);
         } else if (apply_changes(object, number)) {
-            emit(decoder_.tree(), number);
+            emit_changed(number);
+        }
+    }
+
+    // What a change pointer touched, in snapshot_from_json's terms.
+    struct Target {
+        SnapshotField field = SnapshotField::none;
+        bool everything = false;                             // "" (the root), or a key we cannot place
+        std::size_t element = static_cast<std::size_t>(-1);  // interfaces / rdma / gpus index
+    };
+
+    static Target target_of(std::string_view pointer) {
+        Target t;
+        if (pointer.empty() || pointer[0] != '/') {
+            t.everything = true;
+            return t;
+        }
+        const std::size_t end = std::min(pointer.find('/', 1), pointer.size());
+        const std::string_view key = pointer.substr(1, end - 1);
+        if (key.find('~') != std::string_view::npos) {  // escaped: not one of ours, re-read it all
+            t.everything = true;
+            return t;
+        }
+        t.field = snapshot_field(key);
+        if ((t.field == SnapshotField::interfaces || t.field == SnapshotField::rdma ||
+             t.field == SnapshotField::gpus) &&
+            end < pointer.size()) {
+            const std::size_t next = std::min(pointer.find('/', end + 1), pointer.size());
+            std::size_t index = 0;
+            const char* first = pointer.data() + end + 1;
+            const char* last = pointer.data() + next;
+            const auto r = std::from_chars(first, last, index);
+            if (first != last && r.ec == std::errc() && r.ptr == last) t.element = index;
+        }
+        return t;
+    }
+
+    void touch(const Target& t) {
+        if (t.everything) {
+            dirty_everything_ = true;
+            return;
+        }
+        if (t.field == SnapshotField::none) return;  // "schema", or a key snapshot_from_json ignores
+        const auto f = static_cast<std::size_t>(t.field);
+        if (t.element == static_cast<std::size_t>(-1)) {
+            dirty_field_[f] = true;
+            return;
+        }
+        // The index named a node the decoder just changed, so it is within the array: flags stay
+        // bounded by the tree, and each element is re-read once however many changes it had.
+        auto& seen = element_seen_[f];
+        if (t.element >= seen.size()) seen.resize(t.element + 1, 0);
+        if (seen[t.element]) return;
+        seen[t.element] = 1;
+        dirty_elements_[f].push_back(t.element);
+    }
+
+    void clear_dirty() {
+        dirty_everything_ = false;
+        dirty_field_.fill(false);
+        for (std::size_t f = 0; f < dirty_elements_.size(); ++f) {
+            for (const std::size_t i : dirty_elements_[f]) element_seen_[f][i] = 0;
+            dirty_elements_[f].clear();
         }
     }
 
     bool apply_changes(simdjson::dom::object object, std::size_t number) {
         simdjson::dom::object changes;
         simdjson::dom::array list;
+        clear_dirty();
         if (object["keys"].get_array().get(list) == simdjson::SUCCESS) {
-            add_keys_.clear();
+            // The list changes whenever a counter starts or stops moving (every second on a busy node):
+            // its strings are assigned over the last list's, which allocates nothing once grown.
+            add_keys_used_ = 0;
+            add_targets_.clear();
             for (simdjson::dom::element key : list) {
                 std::string_view text;
                 if (key.get_string().get(text) != simdjson::SUCCESS) {
+                    add_keys_used_ = 0;
+                    add_targets_.clear();
                     problem_ = "\"keys\" holds a non-string";
                     return broken(number);
                 }
-                add_keys_.emplace_back(text);
+                if (add_keys_used_ == add_keys_.size()) add_keys_.emplace_back();
+                add_keys_[add_keys_used_++].assign(text);
+                add_targets_.push_back(target_of(text));
             }
         }
         if (object["a"].get_array().get(list) == simdjson::SUCCESS) {
             std::size_t i = 0;
             for (simdjson::dom::element value : list) {
                 std::int64_t delta = 0;
-                if (i >= add_keys_.size() || value.get_int64().get(delta) != simdjson::SUCCESS) {
+                if (i >= add_keys_used_ || value.get_int64().get(delta) != simdjson::SUCCESS) {
                     problem_ = "\"a\" does not match \"keys\"";
                     return broken(number);
                 }
-                if (!decoder_.add(add_keys_[i++], delta, problem_)) return broken(number);
+                if (!decoder_.add(add_keys_[i], delta, problem_)) return broken(number);
+                touch(add_targets_[i++]);
             }
-            if (i != add_keys_.size()) {
+            if (i != add_keys_used_) {
                 problem_ = "\"a\" does not match \"keys\"";
                 return broken(number);
             }
@@ -187,10 +281,13 @@ class Reader {
                     return broken(number);
                 }
                 if (!decoder_.add(field.key, delta, problem_)) return broken(number);
+                touch(target_of(field.key));
             }
         if (object["set"].get_object().get(changes) == simdjson::SUCCESS)
-            for (simdjson::dom::key_value_pair field : changes)
+            for (simdjson::dom::key_value_pair field : changes) {
                 if (!decoder_.set(field.key, to_tree(field.value), problem_)) return broken(number);
+                touch(target_of(field.key));
+            }
         return true;
     }
 
@@ -212,6 +309,42 @@ class Reader {
         warned_no_tree_ = false;
     }
 
+    // The decoder's whole tree read into kept_, which the next change records update.
+    void emit_kept(std::size_t number) {
+        problems_.clear();
+        kept_ = snapshot_from_json(decoder_.tree(), problems_);
+        // A tree with problems is read whole every sample, so each sample warns about all of them as
+        // before; a clean one is updated field by field.
+        kept_clean_ = problems_.empty();
+        hand_out(number);
+    }
+
+    // kept_ with the fields the record touched re-read, the same as snapshot_from_json(decoder_.tree()).
+    void emit_changed(std::size_t number) {
+        if (!kept_clean_ || dirty_everything_) return emit_kept(number);
+        problems_.clear();
+        for (std::size_t f = 0; f < dirty_field_.size(); ++f) {
+            const auto field = static_cast<SnapshotField>(f);
+            if (dirty_field_[f]) {
+                read_snapshot_field(decoder_.tree(), field, kept_, problems_);
+                continue;
+            }
+            for (const std::size_t index : dirty_elements_[f])
+                if (!read_snapshot_element(decoder_.tree(), field, index, kept_, problems_)) {
+                    read_snapshot_field(decoder_.tree(), field, kept_, problems_);
+                    break;
+                }
+        }
+        kept_clean_ = problems_.empty();
+        hand_out(number);
+    }
+
+    void hand_out(std::size_t number) {
+        for (const auto& p : problems_) warn(number, p);
+        visitor_.sample_view(kept_);
+        warned_no_tree_ = false;
+    }
+
     const std::string& name_;
     TimelineVisitor& visitor_;
     std::vector<std::string>& warnings_;
@@ -222,7 +355,16 @@ class Reader {
     simdjson::dom::parser parser_;
     SnapshotDiffDecoder decoder_;
     std::string problem_;
-    std::vector<std::string> add_keys_;  // the pointers of "a", from the last "keys"
+    std::vector<std::string> add_keys_;  // the pointers of "a", from the last "keys": [0, add_keys_used_)
+    std::size_t add_keys_used_ = 0;
+    std::vector<Target> add_targets_;  // what each of them touches
+    // The last v2 sample as read, and what this record changed in it.
+    Snapshot kept_;
+    bool kept_clean_ = false;
+    bool dirty_everything_ = false;
+    std::array<bool, static_cast<std::size_t>(SnapshotField::count)> dirty_field_{};
+    std::array<std::vector<std::size_t>, static_cast<std::size_t>(SnapshotField::count)> dirty_elements_;
+    std::array<std::vector<char>, static_cast<std::size_t>(SnapshotField::count)> element_seen_;
     std::vector<std::string> problems_;
 };
 

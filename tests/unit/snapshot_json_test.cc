@@ -49,6 +49,30 @@ TEST_CASE("a timeline line with wrong types degrades to missing fields and named
     CHECK(problems.size() == 5);
 }
 
+TEST_CASE("a counter of the wrong type is missing and named with its port; reading into a port reuses it") {
+    std::vector<std::string> problems;
+    Json j = to_json(test::full_snapshot());
+    j["rdma"][0]["counters"]["port_rcv_data"] = "lots";
+    j["rdma"][0]["hw_counters"]["np_cnp_sent"] = -1;
+    Snapshot s = snapshot_from_json(j, problems);
+    REQUIRE(problems.size() == 2);
+    CHECK(problems[0] == "rdma[0].counters.port_rcv_data: expected an unsigned integer");
+    CHECK(problems[1] == "rdma[0].hw_counters.np_cnp_sent: expected an unsigned integer");
+    CHECK_FALSE(s.rdma[0].counters.at("port_rcv_data"));
+    // Re-read into the same snapshot (the v2 reader's kept sample): same names, new values; then a
+    // renamed counter rebuilds the map.
+    problems.clear();
+    j["rdma"][0]["counters"]["port_rcv_data"] = 5u;
+    j["rdma"][0]["hw_counters"] = Json{{"rx_icrc_encapsulated", 9u}};
+    REQUIRE(read_snapshot_element(j, SnapshotField::rdma, 0, s, problems));
+    CHECK(problems.empty());
+    CHECK(s.rdma[0].counters.at("port_rcv_data") == 5u);
+    CHECK(s.rdma[0].hw_counters == CounterMap{{"rx_icrc_encapsulated", 9}});
+    CHECK(to_json(s).dump() == j.dump());
+    CHECK_FALSE(read_snapshot_element(j, SnapshotField::rdma, 1, s, problems));  // no such port
+    CHECK_FALSE(read_snapshot_element(j, SnapshotField::host, 0, s, problems));
+}
+
 TEST_CASE("RFC 3339 times parse and print in UTC") {
     CHECK(parse_rfc3339("1970-01-01T00:00:01.500Z") == 1.5);
     CHECK(parse_rfc3339("2026-11-22T05:00:00+00:00") == 1795323600.0);

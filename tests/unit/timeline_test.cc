@@ -94,6 +94,20 @@ TEST_CASE(
     CHECK(c.warnings[1].find(":3: unknown line type") != std::string::npos);
 }
 
+TEST_CASE("a repeated key in a line: the last value wins, as nlohmann's parser would have it") {
+    const std::string path = temp_path("timeline.0.n5.jsonl");
+    std::ofstream(path) << R"({"type":"sample","unix_time":2,"host":"a","host":"b",)"
+                        << R"("rdma":[{"device":"mlx5_0","counters":{"x":1,"y":2,"x":3}}]})"
+                        << "\n";
+    TimelineContents c;
+    std::string error;
+    REQUIRE(read_timeline(path, c, error));
+    REQUIRE(c.samples.size() == 1);
+    CHECK(c.samples[0].host == "b");
+    REQUIRE(c.samples[0].rdma.size() == 1);
+    CHECK(c.samples[0].rdma[0].counters == CounterMap{{"x", 3}, {"y", 2}});
+}
+
 TEST_CASE("a missing timeline is an error, not an empty result") {
     TimelineContents c;
     std::string error;

@@ -14,6 +14,7 @@
 #include "libstallscope/timeline/snapshot_diff.h"
 #include "libstallscope/timeline/timeline.h"
 #include "libstallscope/timeline/timeline_export.h"
+#include "tests/unit/snapshot_fixture.h"
 
 using namespace stallscope;
 
@@ -109,6 +110,72 @@ std::string file_bytes(const std::string& path) {
     return {std::istreambuf_iterator<char>(in), {}};
 }
 
+// Parts unchanged, one element changed, counters added, arrays that grow and shrink, nccl and the job
+// cgroup appearing and going: what the writer's per-part comparison and the reader's per-field re-reads
+// must both follow.
+std::vector<Snapshot> part_changes() {
+    Snapshot s = test::full_snapshot();
+    std::vector<Snapshot> samples;
+    auto next = [&](auto change) {
+        s.time += 1;
+        change(s);
+        samples.push_back(s);
+    };
+    next([](Snapshot&) {});
+    next([](Snapshot& x) { *x.rdma[0].counters["port_rcv_data"] += 7; });
+    next([](Snapshot& x) { x.rdma[0].hw_counters["rx_icrc_encapsulated"] = 3; });
+    next([](Snapshot& x) { x.interfaces.push_back(x.interfaces[0]); });
+    next([](Snapshot& x) {  // every moving number at once (the writer's leaf-by-leaf path)
+        for (auto& n : x.interfaces) {
+            for (Counter* c : {&n.rx_bytes, &n.rx_packets, &n.rx_multicast, &n.tx_bytes, &n.tx_colls})
+                *c = c->value_or(0) + 11;
+            for (auto& [name, value] : n.pause) value = value.value_or(0) + 1;
+        }
+        for (auto& p : x.rdma) {
+            p.tx_bytes = 12;
+            for (auto& [name, value] : p.hw_counters) value = std::nullopt;  // a number going null
+        }
+        for (auto& g : x.gpus) {
+            g.utilization_pct = 12.5;
+            g.power_w = std::nullopt;
+            g.energy_mj = g.energy_mj.value_or(0) + 1000;
+            g.ecc_corrected = 1;
+        }
+    });
+    next([](Snapshot& x) {  // moving numbers and something else in the same element
+        *x.rdma[0].counters["port_rcv_data"] += 1;
+        x.rdma[0].state = "DOWN";
+        x.gpus[0].temperature_c = 80;
+        x.gpus[0].throttle_reasons.push_back("hw_slowdown");
+    });
+    next([](Snapshot& x) {  // a counter renamed while others move
+        *x.rdma[0].counters["port_rcv_data"] += 1;
+        x.rdma[0].counters.erase("symbol_error");
+        x.rdma[0].counters["symbol_error_counter"] = 0;
+    });
+    next([](Snapshot& x) { x.interfaces[1].tx_bytes = 99; });
+    next([](Snapshot& x) { x.gpus[0].power_w = -0.5; });
+    next([](Snapshot& x) { x.nccl = {}; });
+    next([](Snapshot& x) { x.job_cgroup.reset(); });
+    next([](Snapshot& x) { x.nccl = test::full_snapshot().nccl; });
+    next([](Snapshot& x) { x.gpus.clear(); });
+    next([](Snapshot& x) {
+        x.warnings.push_back("late");
+        x.host = "renamed";
+    });
+    next([](Snapshot& x) {
+        x.context.job_id = "43";
+        x.host_stats.load1 = 2.0;
+    });
+    next([](Snapshot& x) { x.xid_events.push_back({79, "00000000:18:00.0", 3, "critical", "fell off"}); });
+    next([](Snapshot& x) {
+        x.collector_failures["nvml"] = "timeout";
+        x.rdma.clear();
+    });
+    next([](Snapshot&) {});
+    return samples;
+}
+
 }  // namespace
 
 TEST_CASE("v2 round trip: every fixture node, with moving counters, reads back exactly") {
@@ -160,6 +227,74 @@ TEST_CASE("a field the encoder has never seen flows through (what gpudepth adds 
     const Json sets = changes.value("set", Json::object());
     for (auto& [k, v] : sets.items()) REQUIRE(decoder.set(k, Json(v), problem));
     CHECK(decoder.tree().dump() == b.dump());
+}
+
+TEST_CASE("the writer's per-part records equal the whole-tree comparison's, part by part") {
+    // append_record(snapshot) skips what compares equal, and must still write exactly what comparing
+    // the whole to_json trees writes.
+    const std::vector<Snapshot> samples = part_changes();
+    SnapshotDiffEncoder by_part, whole;
+    for (std::size_t i = 0; i < samples.size(); ++i) {
+        CAPTURE(i);
+        std::string a, b;
+        by_part.append_record(samples[i], a);
+        whole.append_record(to_json(samples[i]), b);
+        CHECK(a == b);
+        if (i == 7) {  // a reset (new frame) in the middle
+            by_part.reset();
+            whole.reset();
+        }
+    }
+}
+
+TEST_CASE("to_json's top-level keys are the parts the writer walks (else it compares whole trees)") {
+    // A key added to to_json(snapshot) is still written (the writer then compares whole trees, slower);
+    // teach SnapshotDiffEncoder::append_record(const Snapshot&) the new part and update this list.
+    const Json empty = to_json(Snapshot{});
+    std::vector<std::string> keys;
+    for (const auto& [key, value] : empty.items()) keys.push_back(key);
+    CHECK(keys == std::vector<std::string>{"schema", "time", "unix_time", "host", "context", "host_stats",
+                                           "interfaces", "rdma", "gpus", "xid_events", "collector_failures",
+                                           "warnings"});
+}
+
+TEST_CASE("the reader's per-field re-reads follow every kind of part change exactly") {
+    const std::string dir = temp_dir();
+    const auto written = part_changes();
+    check_same(write_then_read(written, dir + "/t.jsonl.zst"), written, written.size());
+    check_same(write_then_read(written, dir + "/frames.jsonl.zst", nullptr, 4), written, written.size());
+}
+
+TEST_CASE("a record that sets a wrong-typed value: every sample after it warns, as a whole read would") {
+    const std::string dir = temp_dir();
+    Snapshot s = test::full_snapshot();
+    std::string text = R"({"type":"header","schema":"stallscope.timeline/2"})"
+                       "\n";
+    text += R"({"type":"sample","full":)" + to_json(s).dump() + "}\n";
+    text += R"({"type":"sample","set":{"/gpus/0/power_w":"hot"}})"
+            "\n";  // read: power_w missing
+    text += R"({"type":"sample","set":{"/unix_time":1795160402.5}})"
+            "\n";
+    text += R"({"type":"sample","set":{"/gpus/0/power_w":600.5}})"
+            "\n";  // fixed again
+    text += R"({"type":"sample","set":{"/unix_time":1795160403.5}})"
+            "\n";
+    std::ofstream(dir + "/t.jsonl") << text;
+    TimelineContents c;
+    std::string error;
+    REQUIRE_MESSAGE(read_timeline(dir + "/t.jsonl", c, error), error);
+    REQUIRE(c.samples.size() == 5);
+    REQUIRE(c.warnings.size() == 2);  // samples 2 and 3 (the tree still holds the string in 3)
+    CHECK(c.warnings[0].find("gpus[0].power_w") != std::string::npos);
+    CHECK(c.warnings[1].find(":4: ") != std::string::npos);
+    CHECK_FALSE(c.samples[1].gpus[0].power_w);
+    CHECK_FALSE(c.samples[2].gpus[0].power_w);
+    CHECK(c.samples[2].time == 1795160402.5);
+    CHECK(c.samples[3].gpus[0].power_w == 600.5);
+    CHECK(c.samples[4].time == 1795160403.5);
+    s.time = 1795160403.5;
+    s.gpus[0].power_w = 600.5;
+    CHECK(to_json(c.samples[4]).dump() == to_json(s).dump());
 }
 
 TEST_CASE("unchanged values cost nothing: a sample that only moved in time is two fields") {
