@@ -194,9 +194,41 @@ TimelineInput::Fill TimelineInput::fill_zstd(char* to, std::size_t room, std::si
         // At most the next block per call (zstd's hint): on an error zstd reports nothing of what that call
         // decoded, so a damaged block must not take the lines flushed just before it along.
         const std::size_t slice = next_input_hint_ > 0 ? next_input_hint_ : kSlice;
-        ZSTD_inBuffer in{raw_.get(), std::min(raw_end_, raw_pos_ + slice), raw_pos_};
+        if (frame_open_ && !raw_eof_ && raw_end_ - raw_pos_ < slice + sizeof kZstdMagic) {
+            if (!read_raw(error))
+                return Fill::error;  // so a magic is never split by the end of what was read
+            continue;
+        }
+        const std::size_t call_start = raw_pos_;
+        std::size_t limit = std::min(raw_end_, raw_pos_ + slice);
+        // The hint also covers the next block's header, and after an unfinished frame (helper killed, then
+        // restarted; timeline moved off a full disk) the next "header" is a new frame's magic: stop before
+        // it, so that frame's last block comes out before the decoder meets the magic (a magic inside
+        // compressed data only splits a call in two).
+        if (frame_open_ && limit > raw_pos_ + 1) {
+            const std::size_t search_end = std::min(raw_end_, limit + sizeof kZstdMagic - 1);
+            if (const void* found = memmem(raw_.get() + raw_pos_ + 1, search_end - raw_pos_ - 1, kZstdMagic,
+                                           sizeof kZstdMagic))
+                limit =
+                    std::min(limit, static_cast<std::size_t>(static_cast<const char*>(found) - raw_.get()));
+        }
+        ZSTD_inBuffer in{raw_.get(), limit, raw_pos_};
         const std::size_t ret = ZSTD_decompressStream(zstd_, &out, &in);
         raw_pos_ = in.pos;
+        if (ZSTD_isError(ret) && frame_open_ && raw_end_ - call_start >= sizeof kZstdMagic &&
+            std::memcmp(raw_.get() + call_start, kZstdMagic, sizeof kZstdMagic) == 0) {
+            // Nothing is damaged: the unfinished frame's lines are all out, its partial last line (if any)
+            // is dropped, and the new frame is decoded from its first byte.
+            warn_(line_number_ + 1,
+                  "a frame ends unfinished where the next one starts (helper restarted or timeline moved?)");
+            ZSTD_DCtx_reset(zstd_, ZSTD_reset_session_only);
+            frame_open_ = false;
+            lost_bytes_ = true;
+            next_input_hint_ = 0;
+            raw_pos_ = call_start;
+            if (out.pos > 0) break;
+            continue;
+        }
         if (ZSTD_isError(ret)) {
             warn_(line_number_ + 1, "damaged compressed data near byte " + std::to_string(input_bytes_) +
                                         " (" + ZSTD_getErrorName(ret) + "), skipped to the next frame");

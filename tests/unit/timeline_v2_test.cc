@@ -431,3 +431,29 @@ TEST_CASE("export gives v1 lines, every sample whole, that read back to the same
     REQUIRE(read_timeline(dir + "/exported.jsonl", c, error));
     check_same(c.samples, written, written.size());
 }
+
+TEST_CASE("an unfinished frame followed by a new one (helper killed, then restarted): nothing is lost") {
+    const std::string dir = temp_dir();
+    const auto written = moving(node_snapshot(std::string(STALLSCOPE_FIXTURES_DIR) + "/nodes/roce"), 10);
+    const std::string path = dir + "/t.jsonl.zst";
+    std::string error;
+    {
+        // The first helper flushed 6 samples and was killed: its frame has no end.
+        TimelineWriter first(TimelineFormat::zstd_v2);
+        REQUIRE(first.open(dir + "/first.jsonl.zst", error));
+        REQUIRE(first.write_header(timeline_header(written.front(), 1.0, {}), error));
+        for (int i = 0; i < 6; ++i) REQUIRE(first.append_sample(written[i], Profile{}, error));
+        std::ofstream(path, std::ios::binary) << file_bytes(dir + "/first.jsonl.zst");
+    }
+    {
+        TimelineWriter second(TimelineFormat::zstd_v2);  // appends a new frame: header, full sample
+        REQUIRE(second.open(path, error));
+        REQUIRE(second.write_header(timeline_header(written.front(), 1.0, {}), error));
+        for (int i = 6; i < 10; ++i) REQUIRE(second.append_sample(written[i], Profile{}, error));
+    }
+    TimelineContents c;
+    REQUIRE_MESSAGE(read_timeline(path, c, error), error);
+    check_same(c.samples, written, written.size());  // the first frame's last sample too
+    REQUIRE(c.warnings.size() == 1);
+    CHECK(c.warnings[0].find("a frame ends unfinished where the next one starts") != std::string::npos);
+}
