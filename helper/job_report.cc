@@ -124,7 +124,8 @@ void fill_from_replay(JobReport& job, NodeRecording& node, const std::string& ti
     ReplayResult r;
     std::string error;
     const bool replayed =
-        replay_timeline(timeline, rules, false, r, error, [&](const Snapshot& s) { stats.add(s); });
+        replay_timeline(timeline, rules, false, r, error,
+                        [&](const Snapshot& s, const Rates* rates) { stats.add(s, rates); });
     if (!replayed) job.warnings.push_back(error);
     for (const auto& w : r.warnings) job.warnings.push_back(w);
     auto header_string = [&](const char* key) {

@@ -18,11 +18,17 @@ class ReplayVisitor final : public TimelineVisitor {
 
     void header(const Json& h) override { out_.header = h; }
     void verdict(const Json& v) override { out_.recorded_verdict = v; }
-    void sample(Snapshot&& snapshot) override {
+    void sample(Snapshot&& snapshot) override { take(std::move(snapshot)); }
+    // A v2 reader lends its kept sample: copy-assigned into the profiler's previous one, whose maps and
+    // vectors are reused, instead of a fresh copy per sample.
+    void sample_view(const Snapshot& snapshot) override { take(snapshot); }
+
+    template <typename S>
+    void take(S&& snapshot) {
         if (!profiler_) profiler_ = std::make_unique<Profiler>(choose_thresholds());
         if (!out_.first_sample) out_.first_sample = snapshot;
-        profiler_->observe(std::move(snapshot));  // kept as the previous sample: moved, not copied
-        if (observer_) observer_(*profiler_->last_sample());
+        profiler_->observe(std::forward<S>(snapshot));  // moved in, or copy-assigned into its previous
+        if (observer_) observer_(*profiler_->last_sample(), profiler_->last_rates());
         if (++out_.samples % 100000 == 0 && progress_)
             std::fprintf(stderr, "\r%s: %zu samples", path_.c_str(), out_.samples);
     }

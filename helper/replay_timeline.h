@@ -28,8 +28,9 @@ struct ReplayResult {
     std::optional<bool> matches_recorded;
 };
 
-// Called with every sample after the profiler saw it (report statistics ride on the same single pass).
-using SampleObserver = std::function<void(const Snapshot&)>;
+// Called with every sample after the profiler saw it, with the profiler's rates since the previous sample
+// (nullptr for the first): report statistics ride on the same single pass, without computing them again.
+using SampleObserver = std::function<void(const Snapshot&, const Rates*)>;
 
 // Thresholds: `override_thresholds` when given (--rules), else those recorded in the timeline header
 // (so a recording replays to its own verdict even after defaults changed), else the defaults.
