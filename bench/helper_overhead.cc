@@ -142,9 +142,10 @@ int main(int argc, char** argv) {
     Run bare{"dgx-h100, no NVML", common, tmp + "/bare"};
     bare.env.push_back("STALLSCOPE_NVML_LIBRARY=/nonexistent/libnvidia-ml.so.1");
     runs.push_back(bare);
-    // The same runs writing timeline v2 (zstd change records), side by side with v1.
+    // The same runs writing timeline v2 (zstd change records, the default), side by side with v1.
     for (std::size_t i = 0, n = runs.size(); i < n; ++i) {
         Run v2 = runs[i];
+        runs[i].name += ", timeline v1";
         v2.name += ", timeline v2";
         v2.out_dir += "-v2";
         v2.timeline_format = "2";

@@ -12,8 +12,9 @@
 // TimelineWriter as the helper writes it, plus the header and the verdict line. Then for each format:
 //   1. bytes per sample, and a Prometheus-style reference (1.3 B x numeric series of the sample);
 //   2. `stallscope replay FILE` end to end (fork/exec): wall, CPU, peak RSS -> samples per CPU second;
-//   3. in this process: visit_timeline alone (read + decompress + parse + snapshot_from_json), and
-//      Profiler::observe (rates + rules) alone.
+//   3. in this process: visit_timeline alone (read + decompress + parse + the snapshot rebuilt; a v2
+//      reader lends it, v1 hands over a new one), and Profiler::observe (rates + rules) alone, samples
+//      moved in as replay does.
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -262,25 +263,31 @@ int main(int argc, char** argv) {
     for (int i = 0; i < 2; ++i) {
         const Format& f = formats[i];
         const ChildRun& r = runs[i];
-        // In process: reading alone, then the profiler alone on what was read.
-        struct Keep final : TimelineVisitor {
-            std::vector<Snapshot> kept;
+        // In process: reading alone (a v2 reader lends its kept sample: nothing copied), then the profiler
+        // alone on samples moved in, as replay and record hand them over.
+        struct Count final : TimelineVisitor {
             std::size_t count = 0;
-            void sample(Snapshot&& s) override {
-                if (++count <= 20'000) kept.push_back(std::move(s));
-            }
-        } keep;
+            void sample(Snapshot&&) override { ++count; }
+            void sample_view(const Snapshot&) override { ++count; }
+        } counted;
         std::vector<std::string> warnings;
         std::string error;
         const double r0 = process_cpu();
-        visit_timeline(f.path, keep, warnings, error);
+        visit_timeline(f.path, counted, warnings, error);
         const double read_s = process_cpu() - r0;
+        struct Keep final : TimelineVisitor {
+            std::vector<Snapshot> kept;
+            void sample(Snapshot&& s) override {
+                if (kept.size() < 20'000) kept.push_back(std::move(s));
+            }
+        } keep;
+        visit_timeline(f.path, keep, warnings, error);
         Profiler profiler;
         const double o0 = process_cpu();
-        for (const auto& s : keep.kept) profiler.observe(s);
+        for (auto& s : keep.kept) profiler.observe(std::move(s));
         observe_rate = static_cast<double>(keep.kept.size()) / (process_cpu() - o0);
         std::printf("%-14s %10.0f %12.1f %14.0f %14.0f %14.1f%s\n", f.name, f.bytes / samples, write_us[i],
-                    r.cpu > 0 ? samples / r.cpu : 0.0, static_cast<double>(keep.count) / read_s,
+                    r.cpu > 0 ? samples / r.cpu : 0.0, static_cast<double>(counted.count) / read_s,
                     r.max_rss_kib / 1024.0, r.exit_code == 0 ? "" : "  (replay failed)");
     }
     const double v2 = formats[1].bytes / samples;
