@@ -265,8 +265,12 @@ class Reader {
                     problem_ = "\"a\" does not match \"keys\"";
                     return broken(number);
                 }
-                if (!decoder_.add(add_keys_[i], delta, problem_)) return broken(number);
-                touch(add_targets_[i++]);
+                // A listed counter that did not move is a 0 (snapshot_diff.h): nothing to apply or re-read.
+                if (delta != 0) {
+                    if (!decoder_.add(add_keys_[i], delta, problem_)) return broken(number);
+                    touch(add_targets_[i]);
+                }
+                ++i;
             }
             if (i != add_keys_used_) {
                 problem_ = "\"a\" does not match \"keys\"";
