@@ -351,7 +351,8 @@ Json* SnapshotDiffDecoder::find(std::string_view pointer, std::string& problem) 
     return nullptr;
 }
 
-bool SnapshotDiffDecoder::add(std::string_view pointer, std::int64_t delta, std::string& problem) {
+bool SnapshotDiffDecoder::add(std::string_view pointer, std::int64_t delta, std::string& problem,
+                              const Json** changed) {
     Json* node = find(pointer, problem);
     if (!node) return false;
     // Unsigned arithmetic: wraps like the writer's subtraction, and no signed overflow on bad input.
@@ -364,6 +365,7 @@ bool SnapshotDiffDecoder::add(std::string_view pointer, std::int64_t delta, std:
         problem = "\"add\" to '" + std::string(pointer) + "', which is not an integer";
         return false;
     }
+    if (changed) *changed = node;
     return true;
 }
 

@@ -110,7 +110,8 @@ class SnapshotDiffDecoder {
     bool has_tree() const { return have_tree_; }
     const Json& tree() const { return tree_; }
     // Apply one change; false + problem when the pointer does not name a node of the right kind.
-    bool add(std::string_view pointer, std::int64_t delta, std::string& problem);
+    // `node`, when given, is set to the changed integer.
+    bool add(std::string_view pointer, std::int64_t delta, std::string& problem, const Json** node = nullptr);
     bool set(std::string_view pointer, Json&& value, std::string& problem);
     // Forget the tree (a damaged stream): changes are refused until the next keyframe.
     void reset();
