@@ -20,6 +20,7 @@
 #include "libstallscope/rules/profiler.h"
 #include "libstallscope/sources/nccl/nccl_tests.h"
 #include "libstallscope/sources/sampler.h"
+#include "libstallscope/timeline/json_text.h"
 #include "libstallscope/util/counter_file.h"
 #include "libstallscope/util/parse_number.h"
 #include "libstallscope/util/roots.h"
@@ -100,6 +101,7 @@ int run_sample(int argc, char** argv, int first) {
     const bool own_job_context = own_job && *own_job;
     std::vector<std::string> shown_warnings;  // periodic text: the set printed last
     long detected_pid = -1;                   // -1: not looked for yet
+    std::string text;                         // --json output, kept between samples
 
     double next = monotonic_now();
     for (long n = 0; (count < 0 || n < count) && !stop_requested(); ++n) {
@@ -131,7 +133,9 @@ int run_sample(int argc, char** argv, int first) {
                 if (detected_pid > 0) out["context"]["detected_from_pid"] = detected_pid;
             }
             // Periodic: exactly one single-line object per sample (machine-friendly); one-shot: indented.
-            const std::string text = periodic ? out.dump() : out.dump(2);
+            // The compact text through append_compact_json (dump()'s bytes, cheaper), its buffer reused.
+            text.clear();
+            if (!periodic || !append_compact_json(text, out)) text = periodic ? out.dump() : out.dump(2);
             std::fwrite(text.data(), 1, text.size(), stdout);
             std::fputc('\n', stdout);
         } else if (periodic) {

@@ -84,30 +84,97 @@ void SnapshotDiffEncoder::append_record(Json&& tree, std::string& out) {
 }
 
 void SnapshotDiffEncoder::begin_changes() {
-    add_.clear();
     set_.clear();
-    add_first_ = set_first_ = true;
-    keys_used_ = 0;
+    set_first_ = true;
+    moved_used_ = 0;
+    removed_used_ = 0;
     stack_.clear();
+}
+
+namespace {
+constexpr std::uint32_t kIdleRecords = 64;  // a listed pointer that stayed 0 this long is dropped
+
+// `pointer` is `prefix` or below it.
+bool under(std::string_view pointer, std::string_view prefix) {
+    return pointer.starts_with(prefix) && (pointer.size() == prefix.size() || pointer[prefix.size()] == '/');
+}
+}  // namespace
+
+// Places this record's moved integers in the kept "keys" list (appending new ones) and drops the
+// pointers that stayed 0 too long or whose node was replaced; `rewrite` when the list changed.
+void SnapshotDiffEncoder::update_key_list(bool& rewrite) {
+    const std::size_t kept = list_used_;
+    std::fill(list_delta_.begin(), list_delta_.begin() + static_cast<std::ptrdiff_t>(kept), 0);
+    std::size_t next = 0;  // moved pointers come in the tree's order, which is mostly the list's
+    for (std::size_t i = 0; i < moved_used_; ++i) {
+        std::size_t at = next;
+        if (at >= list_used_ || list_[at] != moved_[i]) {
+            const auto it = list_index_.find(std::string_view(moved_[i]));
+            if (it != list_index_.end()) {
+                at = it->second;
+            } else {
+                at = list_used_++;
+                if (at == list_.size()) {
+                    list_.emplace_back();
+                    list_delta_.push_back(0);
+                    list_idle_.push_back(0);
+                }
+                list_[at].assign(moved_[i]);
+                rewrite = true;
+            }
+        }
+        list_delta_[at] = moved_delta_[i];
+        list_idle_[at] = 0;
+        next = at + 1;
+    }
+    // Pointers that did not move: older by one record; dropped when idle too long or replaced by a
+    // "set" (the next record's tree may not have them).
+    std::size_t out = 0;
+    for (std::size_t j = 0; j < list_used_; ++j) {
+        bool drop = false;
+        if (list_delta_[j] == 0) {
+            drop = ++list_idle_[j] >= kIdleRecords;
+            for (std::size_t r = 0; !drop && r < removed_used_; ++r) drop = under(list_[j], removed_[r]);
+        }
+        if (drop) {
+            rewrite = true;
+            continue;
+        }
+        if (out != j) {
+            std::swap(list_[out], list_[j]);
+            list_delta_[out] = list_delta_[j];
+            list_idle_[out] = list_idle_[j];
+        }
+        ++out;
+    }
+    list_used_ = out;
+    if (rewrite) {  // rare within a frame once the moving counters are listed
+        list_index_.clear();
+        for (std::size_t j = 0; j < list_used_; ++j)
+            list_index_.emplace(list_[j], static_cast<std::uint32_t>(j));
+    }
 }
 
 void SnapshotDiffEncoder::end_changes(std::string& out) {
     out.append(R"({"type":"sample")");
-    // The pointers of the moved integers only when they differ from the last record's (a counter started or
-    // stopped moving); the values always, in that order.
-    if (keys_used_ != previous_keys_used_ ||
-        !std::equal(keys_.begin(), keys_.begin() + static_cast<std::ptrdiff_t>(keys_used_),
-                    previous_keys_.begin())) {
+    bool rewrite = false;
+    update_key_list(rewrite);
+    if (rewrite) {
         out.append(R"(,"keys":[)");
-        for (std::size_t i = 0; i < keys_used_; ++i) {
+        for (std::size_t i = 0; i < list_used_; ++i) {
             if (i) out.push_back(',');
-            append_json_string(out, keys_[i]);
+            append_json_string(out, list_[i]);
         }
         out.push_back(']');
-        std::swap(keys_, previous_keys_);
-        previous_keys_used_ = keys_used_;
     }
-    if (!add_.empty()) out.append(R"(,"a":[)").append(add_).push_back(']');
+    if (moved_used_ > 0) {
+        out.append(R"(,"a":[)");
+        for (std::size_t i = 0; i < list_used_; ++i) {
+            if (i) out.push_back(',');
+            append_integer(out, list_delta_[i]);
+        }
+        out.push_back(']');
+    }
     if (!set_.empty()) out.append(R"(,"set":{)").append(set_).push_back('}');
     out.push_back('}');
 }
@@ -126,11 +193,21 @@ const std::string& SnapshotDiffEncoder::path() {
     return path_;
 }
 
-void SnapshotDiffEncoder::write_add_key() {
-    if (!add_first_) add_.push_back(',');
-    add_first_ = false;
-    if (keys_used_ == keys_.size()) keys_.emplace_back();
-    keys_[keys_used_++].assign(path());  // reuses the string's buffer once grown: no per-sample allocation
+void SnapshotDiffEncoder::write_add(std::int64_t delta) {
+    if (moved_used_ == moved_.size()) {
+        moved_.emplace_back();
+        moved_delta_.push_back(0);
+    }
+    moved_delta_[moved_used_] = delta;
+    moved_[moved_used_++].assign(path());  // reuses the string's buffer once grown: no per-sample allocation
+}
+
+// A "set" of a node that may hold listed pointers (an integer, or a container): they go from the list.
+void SnapshotDiffEncoder::set_replacing(const Json& before, const Json& after) {
+    write_set(after);
+    if (!before.is_structured() && !before.is_number_integer()) return;
+    if (removed_used_ == removed_.size()) removed_.emplace_back();
+    removed_[removed_used_++].assign(path_);  // write_set just built it
 }
 
 void SnapshotDiffEncoder::write_key(std::string& section, bool& first) {
@@ -161,12 +238,12 @@ void SnapshotDiffEncoder::write_set(const Json& value) {
 }
 
 void SnapshotDiffEncoder::diff(const Json& before, const Json& after) {
-    if (before.type() != after.type()) return write_set(after);
+    if (before.type() != after.type()) return set_replacing(before, after);
     switch (after.type()) {
         case Json::value_t::object: {
-            if (before.size() != after.size()) return write_set(after);
+            if (before.size() != after.size()) return set_replacing(before, after);
             for (auto b = before.begin(), a = after.begin(); a != after.end(); ++a, ++b)
-                if (a.key() != b.key()) return write_set(after);
+                if (a.key() != b.key()) return set_replacing(before, after);
             for (auto b = before.begin(), a = after.begin(); a != after.end(); ++a, ++b) {
                 stack_.push_back({&a.key(), 0});
                 diff(*b, *a);
@@ -175,7 +252,7 @@ void SnapshotDiffEncoder::diff(const Json& before, const Json& after) {
             return;
         }
         case Json::value_t::array: {
-            if (before.size() != after.size()) return write_set(after);
+            if (before.size() != after.size()) return set_replacing(before, after);
             for (std::size_t i = 0; i < after.size(); ++i) {
                 stack_.push_back({nullptr, i});
                 diff(before[i], after[i]);
@@ -189,25 +266,20 @@ void SnapshotDiffEncoder::diff(const Json& before, const Json& after) {
             // The difference as a signed 64-bit number when it is one; a reset counter far below the last
             // value is written whole.
             const std::uint64_t up = a - b, down = b - a;
-            if (a > b && up <= static_cast<std::uint64_t>(INT64_MAX)) {
-                write_add_key();
-                append_integer(add_, up);
-            } else if (a < b && down <= static_cast<std::uint64_t>(INT64_MAX)) {
-                write_add_key();
-                add_.push_back('-');
-                append_integer(add_, down);
-            } else {
-                write_set(after);
-            }
+            if (a > b && up <= static_cast<std::uint64_t>(INT64_MAX))
+                write_add(static_cast<std::int64_t>(up));
+            else if (a < b && down <= static_cast<std::uint64_t>(INT64_MAX))
+                write_add(-static_cast<std::int64_t>(down));
+            else
+                set_replacing(before, after);
             return;
         }
         case Json::value_t::number_integer: {
             const auto b = before.get<std::int64_t>(), a = after.get<std::int64_t>();
             std::int64_t delta = 0;
             if (a == b) return;
-            if (__builtin_sub_overflow(a, b, &delta)) return write_set(after);
-            write_add_key();
-            append_integer(add_, delta);
+            if (__builtin_sub_overflow(a, b, &delta)) return set_replacing(before, after);
+            write_add(delta);
             return;
         }
         case Json::value_t::number_float:
@@ -279,7 +351,8 @@ Json* SnapshotDiffDecoder::find(std::string_view pointer, std::string& problem) 
     return nullptr;
 }
 
-bool SnapshotDiffDecoder::add(std::string_view pointer, std::int64_t delta, std::string& problem) {
+bool SnapshotDiffDecoder::add(std::string_view pointer, std::int64_t delta, std::string& problem,
+                              const Json** changed) {
     Json* node = find(pointer, problem);
     if (!node) return false;
     // Unsigned arithmetic: wraps like the writer's subtraction, and no signed overflow on bad input.
@@ -292,6 +365,7 @@ bool SnapshotDiffDecoder::add(std::string_view pointer, std::int64_t delta, std:
         problem = "\"add\" to '" + std::string(pointer) + "', which is not an integer";
         return false;
     }
+    if (changed) *changed = node;
     return true;
 }
 

@@ -5,12 +5,16 @@
 //   {"type":"sample","full":{<to_json(snapshot)>}}            first sample of a frame (a keyframe)
 //   {"type":"sample","keys":["/rdma/0/counters/port_xmit_data",...],"a":[123456,...],
 //                    "set":{"/unix_time":1764000001.5,"/warnings":[...],...}}
-// Keys are JSON Pointers (RFC 6901) into the previous tree. "a": the integer leaves that moved, as signed
-// differences, in the order of "keys"; "keys" is written only when that list changes (the same counters
-// move every second: writing their names once saves a quarter of the compressed size). A reader also takes
-// "add": {pointer: difference}.
-// "set": anything else that changed, the new value; an object whose keys changed or an array whose length
-// changed is set whole, so a reader never has to insert or delete. Unchanged values are not written.
+// Keys are JSON Pointers (RFC 6901) into the previous tree. "a": signed differences of integer leaves, one
+// per pointer of the current "keys" list, in its order. "keys" is written only when that list changes and
+// holds for the records after it until the next "keys" or keyframe. The writer keeps the list stable
+// within a frame: a pointer already listed whose integer did not move is written as a 0 (the same
+// counters move every second, but on a busy node a few start or stop each second; rewriting the names
+// then cost most of the compressed size); a pointer that starts moving is appended; a pointer that
+// stayed 0 for 64 records, or whose node a "set" replaced, is dropped (the list is then rewritten). A
+// record where nothing listed moved has no "a". Adding 0 changes nothing, so readers that add every
+// value read this unchanged: still stallscope.timeline/2. A reader also takes "add": {pointer: difference}.
+// "a" and "add" apply before "set".
 #pragma once
 
 #include <cstdint>
@@ -36,7 +40,8 @@ class SnapshotDiffEncoder {
     void reset() {
         have_previous_ = false;
         have_snapshot_ = false;
-        previous_keys_used_ = 0;
+        list_used_ = 0;
+        list_index_.clear();
     }
 
   private:
@@ -54,7 +59,9 @@ class SnapshotDiffEncoder {
     void diff(const Json& before, const Json& after);
     void write_set(const Json& value);
     void write_key(std::string& section, bool& first);
-    void write_add_key();
+    void write_add(std::int64_t delta);
+    void set_replacing(const Json& before, const Json& after);
+    void update_key_list(bool& rewrite);
 
     Json previous_;
     bool have_previous_ = false;
@@ -72,11 +79,28 @@ class SnapshotDiffEncoder {
     std::vector<Segment> stack_;
     std::string path_;
     const std::string& path();
-    std::string add_, set_;
-    bool add_first_ = true, set_first_ = true;
-    // Pointers of this record's "a" values ([0, keys_used_)) and of the last "keys" written.
-    std::vector<std::string> keys_, previous_keys_;
-    std::size_t keys_used_ = 0, previous_keys_used_ = 0;
+    std::string set_;
+    bool set_first_ = true;
+    // This record's moved integers: pointers [0, moved_used_) and differences (never 0). Strings are
+    // assigned over, so no allocation once grown.
+    std::vector<std::string> moved_;
+    std::vector<std::int64_t> moved_delta_;
+    std::size_t moved_used_ = 0;
+    // Pointers [0, removed_used_) whose integer or container this record "set": listed pointers under
+    // them are dropped.
+    std::vector<std::string> removed_;
+    std::size_t removed_used_ = 0;
+    // The "keys" list last written ([0, list_used_)), each one's difference this record and the records
+    // since it last moved; list_index_ finds a pointer that is not where the last one matched.
+    struct Hash {
+        using is_transparent = void;
+        std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+    };
+    std::vector<std::string> list_;
+    std::vector<std::int64_t> list_delta_;
+    std::vector<std::uint32_t> list_idle_;
+    std::size_t list_used_ = 0;
+    std::unordered_map<std::string, std::uint32_t, Hash, std::equal_to<>> list_index_;
 };
 
 // Rebuilds each sample's tree from a keyframe and the records that follow it.
@@ -86,7 +110,8 @@ class SnapshotDiffDecoder {
     bool has_tree() const { return have_tree_; }
     const Json& tree() const { return tree_; }
     // Apply one change; false + problem when the pointer does not name a node of the right kind.
-    bool add(std::string_view pointer, std::int64_t delta, std::string& problem);
+    // `node`, when given, is set to the changed integer.
+    bool add(std::string_view pointer, std::int64_t delta, std::string& problem, const Json** node = nullptr);
     bool set(std::string_view pointer, Json&& value, std::string& problem);
     // Forget the tree (a damaged stream): changes are refused until the next keyframe.
     void reset();

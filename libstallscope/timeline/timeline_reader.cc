@@ -8,6 +8,7 @@
 #include <array>
 #include <charconv>
 
+#include "libstallscope/timeline/kept_counter.h"
 #include "libstallscope/timeline/timeline.h"
 
 namespace stallscope {
@@ -252,7 +253,11 @@ class Reader {
                     problem_ = "\"keys\" holds a non-string";
                     return broken(number);
                 }
-                if (add_keys_used_ == add_keys_.size()) add_keys_.emplace_back();
+                if (add_keys_used_ == add_keys_.size()) {
+                    add_keys_.emplace_back();
+                    add_kept_.emplace_back();
+                }
+                parse_kept_counter(text, add_kept_[add_keys_used_]);
                 add_keys_[add_keys_used_++].assign(text);
                 add_targets_.push_back(target_of(text));
             }
@@ -265,8 +270,21 @@ class Reader {
                     problem_ = "\"a\" does not match \"keys\"";
                     return broken(number);
                 }
-                if (!decoder_.add(add_keys_[i], delta, problem_)) return broken(number);
-                touch(add_targets_[i++]);
+                // A listed counter that did not move is a 0 (snapshot_diff.h): nothing to apply or re-read.
+                if (delta != 0) {
+                    const Json* node = nullptr;
+                    if (!decoder_.add(add_keys_[i], delta, problem_, &node)) return broken(number);
+                    // A counter snapshot_from_json would read as this unsigned value: written straight
+                    // into the kept snapshot, its element not re-read.
+                    Counter* kept = kept_clean_ && node->is_number_unsigned()
+                                        ? kept_counter(kept_, add_kept_[i])
+                                        : nullptr;
+                    if (kept)
+                        *kept = node->get<std::uint64_t>();
+                    else
+                        touch(add_targets_[i]);
+                }
+                ++i;
             }
             if (i != add_keys_used_) {
                 problem_ = "\"a\" does not match \"keys\"";
@@ -286,7 +304,19 @@ class Reader {
         if (object["set"].get_object().get(changes) == simdjson::SUCCESS)
             for (simdjson::dom::key_value_pair field : changes) {
                 if (!decoder_.set(field.key, to_tree(field.value), problem_)) return broken(number);
-                touch(target_of(field.key));
+                // A GPU gauge set to a number (power, temperature: every second) is placed in the kept
+                // snapshot as Reader::number reads it; anything else re-reads what it touched.
+                double value = 0;
+                Gauge* gauge = nullptr;
+                if (kept_clean_ && field.value.is_number() &&
+                    field.value.get_double().get(value) == simdjson::SUCCESS) {
+                    parse_kept_counter(field.key, set_kept_);
+                    gauge = kept_gauge(kept_, set_kept_);
+                }
+                if (gauge)
+                    *gauge = value;
+                else
+                    touch(target_of(field.key));
             }
         return true;
     }
@@ -357,7 +387,9 @@ class Reader {
     std::string problem_;
     std::vector<std::string> add_keys_;  // the pointers of "a", from the last "keys": [0, add_keys_used_)
     std::size_t add_keys_used_ = 0;
-    std::vector<Target> add_targets_;  // what each of them touches
+    std::vector<Target> add_targets_;    // what each of them touches
+    std::vector<KeptCounter> add_kept_;  // where each lands in kept_, when it is a counter placed there
+    KeptCounter set_kept_;               // the same for a "set" pointer
     // The last v2 sample as read, and what this record changed in it.
     Snapshot kept_;
     bool kept_clean_ = false;
