@@ -193,7 +193,9 @@ TimelineInput::Fill TimelineInput::fill_zstd(char* to, std::size_t room, std::si
         if (!frame_open_) frame_start_ = raw_base_ + raw_pos_;
         // At most the next block per call (zstd's hint): on an error zstd reports nothing of what that call
         // decoded, so a damaged block must not take the lines flushed just before it along.
-        const std::size_t slice = next_input_hint_ > 0 ? next_input_hint_ : kSlice;
+        // (zstd's hints stay under a block, 128 KiB + 3; the cap keeps a hint from a hostile file below what
+        // one read_raw can add, so the read-ahead below always has room.)
+        const std::size_t slice = std::min(next_input_hint_ > 0 ? next_input_hint_ : kSlice, kRawRead / 2);
         if (frame_open_ && !raw_eof_ && raw_end_ - raw_pos_ < slice + sizeof kZstdMagic) {
             if (!read_raw(error))
                 return Fill::error;  // so a magic is never split by the end of what was read
