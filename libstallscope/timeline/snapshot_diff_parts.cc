@@ -8,6 +8,7 @@
 #include "libstallscope/model/json_fields.h"
 #include "libstallscope/model/nccl_json.h"
 #include "libstallscope/model/snapshot_json_depth.h"
+#include "libstallscope/timeline/moving_fields.h"
 #include "libstallscope/timeline/snapshot_diff.h"
 
 namespace stallscope {
@@ -18,55 +19,6 @@ using json_fields::or_null;
 bool same_double(double a, double b) {
     return std::memcmp(&a, &b, sizeof a) == 0;  // -0.0 and 0.0 dump differently
 }
-
-// A number of an element that moves from sample to sample, under its to_json key (exactly one member
-// set). Only these are compared leaf by leaf; a change anywhere else takes the whole element's JSON.
-template <typename T>
-struct Moving {
-    const char* key;
-    Counter T::*counter = nullptr;
-    Gauge T::*gauge = nullptr;
-    CounterMap T::*map = nullptr;
-};
-
-constexpr Moving<NetInterface> kInterface[] = {
-    {"rx_bytes", &NetInterface::rx_bytes},
-    {"rx_packets", &NetInterface::rx_packets},
-    {"rx_errors", &NetInterface::rx_errors},
-    {"rx_dropped", &NetInterface::rx_dropped},
-    {"rx_fifo", &NetInterface::rx_fifo},
-    {"rx_frame", &NetInterface::rx_frame},
-    {"rx_compressed", &NetInterface::rx_compressed},
-    {"rx_multicast", &NetInterface::rx_multicast},
-    {"tx_bytes", &NetInterface::tx_bytes},
-    {"tx_packets", &NetInterface::tx_packets},
-    {"tx_errors", &NetInterface::tx_errors},
-    {"tx_dropped", &NetInterface::tx_dropped},
-    {"tx_fifo", &NetInterface::tx_fifo},
-    {"tx_colls", &NetInterface::tx_colls},
-    {"tx_carrier", &NetInterface::tx_carrier},
-    {"tx_compressed", &NetInterface::tx_compressed},
-    {.key = "pause", .map = &NetInterface::pause},
-};
-constexpr Moving<RdmaPort> kRdmaPort[] = {
-    {"rx_bytes", &RdmaPort::rx_bytes},
-    {"tx_bytes", &RdmaPort::tx_bytes},
-    {.key = "counters", .map = &RdmaPort::counters},
-    {.key = "hw_counters", .map = &RdmaPort::hw_counters},
-};
-constexpr Moving<Gpu> kGpu[] = {
-    {.key = "utilization_pct", .gauge = &Gpu::utilization_pct},
-    {"memory_used_bytes", &Gpu::memory_used_bytes},
-    {.key = "temperature_c", .gauge = &Gpu::temperature_c},
-    {.key = "power_w", .gauge = &Gpu::power_w},
-    {"sm_clock_mhz", &Gpu::sm_clock_mhz},
-    {"throttle_reasons_mask", &Gpu::throttle_reasons_mask},
-    {"violation_power_ns", &Gpu::violation_power_ns},
-    {"violation_thermal_ns", &Gpu::violation_thermal_ns},
-    {"ecc_uncorrected", &Gpu::ecc_uncorrected},
-    {"ecc_corrected", &Gpu::ecc_corrected},
-    {"energy_mj", &Gpu::energy_mj},
-};
 
 template <typename T, std::size_t N>
 std::span<const Moving<T>> checked(const Moving<T> (&fields)[N], Json (*to_json_one)(const T&)) {
@@ -82,13 +34,13 @@ std::span<const Moving<T>> checked(const Moving<T> (&fields)[N], Json (*to_json_
 }
 
 std::span<const Moving<NetInterface>> moving_fields(const NetInterface*) {
-    return checked(kInterface, interface_to_json);
+    return checked(kMovingInterface, interface_to_json);
 }
 std::span<const Moving<RdmaPort>> moving_fields(const RdmaPort*) {
-    return checked(kRdmaPort, rdma_port_to_json);
+    return checked(kMovingRdmaPort, rdma_port_to_json);
 }
 std::span<const Moving<Gpu>> moving_fields(const Gpu*) {
-    return checked(kGpu, gpu_to_json);
+    return checked(kMovingGpu, gpu_to_json);
 }
 
 }  // namespace

@@ -1,0 +1,72 @@
+// The numbers of an interface, RDMA port or GPU that move from sample to sample, under their to_json keys
+// and in to_json's order: the v2 writer compares these leaf by leaf (snapshot_diff_parts.cc) and the v2
+// reader writes their changes straight into the Snapshot it keeps (kept_counter.cc). One table for both,
+// so what the writer treats as a moving number is what the reader can place.
+#pragma once
+
+#include <cstddef>
+#include <string_view>
+
+#include "libstallscope/model/snapshot.h"
+
+namespace stallscope {
+
+// Exactly one member set: a counter (to_json writes it as an unsigned integer, snapshot_from_json reads it
+// with Reader::u64), a gauge (any JSON number, read as a double), or a map of counters.
+template <typename T>
+struct Moving {
+    const char* key;
+    Counter T::*counter = nullptr;
+    Gauge T::*gauge = nullptr;
+    CounterMap T::*map = nullptr;
+};
+
+inline constexpr Moving<NetInterface> kMovingInterface[] = {
+    {"rx_bytes", &NetInterface::rx_bytes},
+    {"rx_packets", &NetInterface::rx_packets},
+    {"rx_errors", &NetInterface::rx_errors},
+    {"rx_dropped", &NetInterface::rx_dropped},
+    {"rx_fifo", &NetInterface::rx_fifo},
+    {"rx_frame", &NetInterface::rx_frame},
+    {"rx_compressed", &NetInterface::rx_compressed},
+    {"rx_multicast", &NetInterface::rx_multicast},
+    {"tx_bytes", &NetInterface::tx_bytes},
+    {"tx_packets", &NetInterface::tx_packets},
+    {"tx_errors", &NetInterface::tx_errors},
+    {"tx_dropped", &NetInterface::tx_dropped},
+    {"tx_fifo", &NetInterface::tx_fifo},
+    {"tx_colls", &NetInterface::tx_colls},
+    {"tx_carrier", &NetInterface::tx_carrier},
+    {"tx_compressed", &NetInterface::tx_compressed},
+    {.key = "pause", .map = &NetInterface::pause},
+};
+inline constexpr Moving<RdmaPort> kMovingRdmaPort[] = {
+    {"rx_bytes", &RdmaPort::rx_bytes},
+    {"tx_bytes", &RdmaPort::tx_bytes},
+    {.key = "counters", .map = &RdmaPort::counters},
+    {.key = "hw_counters", .map = &RdmaPort::hw_counters},
+};
+inline constexpr Moving<Gpu> kMovingGpu[] = {
+    {.key = "utilization_pct", .gauge = &Gpu::utilization_pct},
+    {"memory_used_bytes", &Gpu::memory_used_bytes},
+    {.key = "temperature_c", .gauge = &Gpu::temperature_c},
+    {.key = "power_w", .gauge = &Gpu::power_w},
+    {.key = "power_limit_w", .gauge = &Gpu::power_limit_w},
+    {"sm_clock_mhz", &Gpu::sm_clock_mhz},
+    {"throttle_reasons_mask", &Gpu::throttle_reasons_mask},
+    {"violation_power_ns", &Gpu::violation_power_ns},
+    {"violation_thermal_ns", &Gpu::violation_thermal_ns},
+    {"ecc_uncorrected", &Gpu::ecc_uncorrected},
+    {"ecc_corrected", &Gpu::ecc_corrected},
+    {"energy_mj", &Gpu::energy_mj},
+};
+
+// The entry of `table` named `key`, or null.
+template <typename T, std::size_t N>
+constexpr const Moving<T>* find_moving(const Moving<T> (&table)[N], std::string_view key) {
+    for (const auto& f : table)
+        if (key == f.key) return &f;
+    return nullptr;
+}
+
+}  // namespace stallscope
