@@ -54,7 +54,7 @@ std::vector<std::pair<double, bool>> job_values(const JobSide& side) {
     }
     const double seconds = std::max(1.0, r.verdict.duration_seconds());
     const double nodes = static_cast<double>(std::max<std::size_t>(r.nodes.size(), 1));
-    const bool gpus = !r.gpus.empty(), ports = !r.ports.empty();
+    const bool ports = !r.ports.empty();
     return {{mean_of(util), !util.empty()},
             {mean_of(sm), !sm.empty()},
             {mean_of(power), !power.empty()},
