@@ -86,92 +86,110 @@ void SnapshotDiffEncoder::append_record(Json&& tree, std::string& out) {
 void SnapshotDiffEncoder::begin_changes() {
     set_.clear();
     set_first_ = true;
-    moved_used_ = 0;
     removed_used_ = 0;
     stack_.clear();
+    keys_.begin_record();
+    gauges_.begin_record();
 }
 
 namespace {
-constexpr std::uint32_t kIdleRecords = 64;  // a listed pointer that stayed 0 this long is dropped
 
-// `pointer` is `prefix` or below it.
-bool under(std::string_view pointer, std::string_view prefix) {
-    return pointer.starts_with(prefix) && (pointer.size() == prefix.size() || pointer[prefix.size()] == '/');
+// The source the infiniband source derives `pointer` from (an RDMA port's rx_bytes / tx_bytes are
+// port_rcv_data / port_xmit_data x 4, data_words_to_bytes), or "" when it derives nothing.
+std::string_view derivable(std::string_view pointer, std::string& source, std::uint64_t& factor) {
+    constexpr std::string_view kPrefix = "/rdma/";
+    if (!pointer.starts_with(kPrefix)) return {};
+    const std::size_t slash = pointer.find('/', kPrefix.size());
+    if (slash == std::string_view::npos || slash == kPrefix.size()) return {};
+    const std::string_view port = pointer.substr(0, slash + 1);  // "/rdma/3/"
+    const std::string_view member = pointer.substr(slash + 1);
+    const char* counter = member == "rx_bytes"   ? "counters/port_rcv_data"
+                          : member == "tx_bytes" ? "counters/port_xmit_data"
+                                                 : nullptr;
+    if (!counter) return {};
+    source.assign(port).append(counter);
+    factor = 4;
+    return source;
 }
+
 }  // namespace
 
-// Places this record's moved integers in the kept "keys" list (appending new ones) and drops the
-// pointers that stayed 0 too long or whose node was replaced; `rewrite` when the list changed.
-void SnapshotDiffEncoder::update_key_list(bool& rewrite) {
-    const std::size_t kept = list_used_;
-    std::fill(list_delta_.begin(), list_delta_.begin() + static_cast<std::ptrdiff_t>(kept), 0);
-    std::size_t next = 0;  // moved pointers come in the tree's order, which is mostly the list's
-    for (std::size_t i = 0; i < moved_used_; ++i) {
-        std::size_t at = next;
-        if (at >= list_used_ || list_[at] != moved_[i]) {
-            const auto it = list_index_.find(std::string_view(moved_[i]));
-            if (it != list_index_.end()) {
-                at = it->second;
-            } else {
-                at = list_used_++;
-                if (at == list_.size()) {
-                    list_.emplace_back();
-                    list_delta_.push_back(0);
-                    list_idle_.push_back(0);
-                }
-                list_[at].assign(moved_[i]);
-                rewrite = true;
-            }
+// A derived "keys" entry stays derived while its difference is factor x its source's, in the arithmetic a
+// reader uses; else it is listed plain from then on (the list is rewritten). A pointer appended this record
+// (the list is rewritten anyway) is listed derived when it can be and the relation holds now.
+void SnapshotDiffEncoder::check_derived() {
+    std::string source;
+    for (std::size_t i = 0; i < keys_.size(); ++i) {
+        auto& e = keys_[i];
+        if (e.slot.factor == 0) {
+            std::uint64_t factor = 0;
+            if (!e.fresh || derivable(e.pointer, source, factor).empty()) continue;
+            e.slot.source.assign(source);
+            e.slot.factor = factor;
         }
-        list_delta_[at] = moved_delta_[i];
-        list_idle_[at] = 0;
-        next = at + 1;
-    }
-    // Pointers that did not move: older by one record; dropped when idle too long or replaced by a
-    // "set" (the next record's tree may not have them).
-    std::size_t out = 0;
-    for (std::size_t j = 0; j < list_used_; ++j) {
-        bool drop = false;
-        if (list_delta_[j] == 0) {
-            drop = ++list_idle_[j] >= kIdleRecords;
-            for (std::size_t r = 0; !drop && r < removed_used_; ++r) drop = under(list_[j], removed_[r]);
+        const std::ptrdiff_t at = keys_.find(e.slot.source);
+        bool holds = at >= 0 && keys_[static_cast<std::size_t>(at)].slot.factor == 0;
+        if (holds) {
+            const auto& src = keys_[static_cast<std::size_t>(at)];
+            const std::uint64_t src_delta = src.moved ? static_cast<std::uint64_t>(src.slot.delta) : 0;
+            const std::uint64_t delta = e.moved ? static_cast<std::uint64_t>(e.slot.delta) : 0;
+            holds = e.slot.factor * src_delta == delta;
         }
-        if (drop) {
-            rewrite = true;
-            continue;
-        }
-        if (out != j) {
-            std::swap(list_[out], list_[j]);
-            list_delta_[out] = list_delta_[j];
-            list_idle_[out] = list_idle_[j];
-        }
-        ++out;
-    }
-    list_used_ = out;
-    if (rewrite) {  // rare within a frame once the moving counters are listed
-        list_index_.clear();
-        for (std::size_t j = 0; j < list_used_; ++j)
-            list_index_.emplace(list_[j], static_cast<std::uint32_t>(j));
+        if (holds) continue;
+        e.slot.factor = 0;
+        if (!e.fresh) keys_.mark_changed();
     }
 }
 
 void SnapshotDiffEncoder::end_changes(std::string& out) {
     out.append(R"({"type":"sample")");
-    bool rewrite = false;
-    update_key_list(rewrite);
-    if (rewrite) {
+    keys_.end_record(removed_, removed_used_);
+    gauges_.end_record(removed_, removed_used_);
+    check_derived();
+    if (keys_.changed()) {
         out.append(R"(,"keys":[)");
-        for (std::size_t i = 0; i < list_used_; ++i) {
+        for (std::size_t i = 0; i < keys_.size(); ++i) {
             if (i) out.push_back(',');
-            append_json_string(out, list_[i]);
+            const auto& e = keys_[i];
+            if (e.slot.factor == 0) {
+                append_json_string(out, e.pointer);
+                continue;
+            }
+            out.push_back('[');
+            append_json_string(out, e.pointer);
+            out.push_back(',');
+            append_integer(out, e.slot.factor);
+            out.push_back(',');
+            append_json_string(out, e.slot.source);
+            out.push_back(']');
         }
         out.push_back(']');
     }
-    if (moved_used_ > 0) {
+    if (keys_.any_moved()) {
         out.append(R"(,"a":[)");
-        for (std::size_t i = 0; i < list_used_; ++i) {
+        bool first = true;
+        for (std::size_t i = 0; i < keys_.size(); ++i) {
+            const auto& e = keys_[i];
+            if (e.slot.factor != 0) continue;
+            if (!first) out.push_back(',');
+            first = false;
+            append_integer(out, e.moved ? e.slot.delta : 0);
+        }
+        out.push_back(']');
+    }
+    if (gauges_.changed()) {
+        out.append(R"(,"gkeys":[)");
+        for (std::size_t i = 0; i < gauges_.size(); ++i) {
             if (i) out.push_back(',');
-            append_integer(out, list_delta_[i]);
+            append_json_string(out, gauges_[i].pointer);
+        }
+        out.push_back(']');
+    }
+    if (gauges_.any_moved()) {
+        out.append(R"(,"g":[)");
+        for (std::size_t i = 0; i < gauges_.size(); ++i) {
+            if (i) out.push_back(',');
+            append_double(out, gauges_[i].slot);
         }
         out.push_back(']');
     }
@@ -194,20 +212,19 @@ const std::string& SnapshotDiffEncoder::path() {
 }
 
 void SnapshotDiffEncoder::write_add(std::int64_t delta) {
-    if (moved_used_ == moved_.size()) {
-        moved_.emplace_back();
-        moved_delta_.push_back(0);
-    }
-    moved_delta_[moved_used_] = delta;
-    moved_[moved_used_++].assign(path());  // reuses the string's buffer once grown: no per-sample allocation
+    keys_.moved(path()).slot.delta = delta;
 }
 
-// A "set" of a node that may hold listed pointers (an integer, or a container): they go from the list.
+// The node at path_ (just built) was "set": listed pointers at or under it go from the lists.
+void SnapshotDiffEncoder::mark_removed() {
+    if (removed_used_ == removed_.size()) removed_.emplace_back();
+    removed_[removed_used_++].assign(path_);  // reuses the string's buffer once grown
+}
+
+// A "set" of a node that may hold listed pointers (a number, or a container): they go from the lists.
 void SnapshotDiffEncoder::set_replacing(const Json& before, const Json& after) {
     write_set(after);
-    if (!before.is_structured() && !before.is_number_integer()) return;
-    if (removed_used_ == removed_.size()) removed_.emplace_back();
-    removed_[removed_used_++].assign(path_);  // write_set just built it
+    if (before.is_structured() || before.is_number()) mark_removed();
 }
 
 void SnapshotDiffEncoder::write_key(std::string& section, bool& first) {
@@ -282,9 +299,16 @@ void SnapshotDiffEncoder::diff(const Json& before, const Json& after) {
             write_add(delta);
             return;
         }
-        case Json::value_t::number_float:
-            if (!same_double(before.get<double>(), after.get<double>())) write_set(after);
+        case Json::value_t::number_float: {
+            const double b = before.get<double>(), a = after.get<double>();
+            if (same_double(b, a)) return;
+            // A gauge (or the time) goes in "g"; NaN / inf dump as null, which only a "set" can write.
+            if (std::isfinite(a))
+                gauges_.moved(path()).slot = a;
+            else
+                set_replacing(before, after);
             return;
+        }
         default:
             if (before != after) write_set(after);
     }
@@ -366,6 +390,17 @@ bool SnapshotDiffDecoder::add(std::string_view pointer, std::int64_t delta, std:
         return false;
     }
     if (changed) *changed = node;
+    return true;
+}
+
+bool SnapshotDiffDecoder::set_number(std::string_view pointer, double value, bool& changed,
+                                     std::string& problem) {
+    Json* node = find(pointer, problem);
+    if (!node) return false;
+    changed = !node->is_number_float() || !same_double(node->get<double>(), value);
+    if (!changed) return true;
+    if (node->is_structured()) nodes_.clear();
+    *node = value;
     return true;
 }
 

@@ -3,18 +3,23 @@
 // added to model/snapshot.h and snapshot_json.cc flow through the timeline without a change here.
 //
 //   {"type":"sample","full":{<to_json(snapshot)>}}            first sample of a frame (a keyframe)
-//   {"type":"sample","keys":["/rdma/0/counters/port_xmit_data",...],"a":[123456,...],
-//                    "set":{"/unix_time":1764000001.5,"/warnings":[...],...}}
-// Keys are JSON Pointers (RFC 6901) into the previous tree. "a": signed differences of integer leaves, one
-// per pointer of the current "keys" list, in its order. "keys" is written only when that list changes and
-// holds for the records after it until the next "keys" or keyframe. The writer keeps the list stable
-// within a frame: a pointer already listed whose integer did not move is written as a 0 (the same
-// counters move every second, but on a busy node a few start or stop each second; rewriting the names
-// then cost most of the compressed size); a pointer that starts moving is appended; a pointer that
-// stayed 0 for 64 records, or whose node a "set" replaced, is dropped (the list is then rewritten). A
-// record where nothing listed moved has no "a". Adding 0 changes nothing, so readers that add every
-// value read this unchanged: still stallscope.timeline/2. A reader also takes "add": {pointer: difference}.
-// "a" and "add" apply before "set".
+//   {"type":"sample","keys":["/rdma/0/counters/port_xmit_data",["/rdma/0/tx_bytes",4,"/rdma/0/counters/
+//                    port_xmit_data"],...],"a":[123456,...],"gkeys":["/unix_time","/gpus/0/power_w",...],
+//                    "g":[1764000001.5,612.25,...],"set":{"/warnings":[...],...}}
+// Keys are JSON Pointers (RFC 6901) into the previous tree.
+// - "a": signed differences of integer leaves, one per plain pointer of the current "keys" list, in its
+//   order. A "keys" entry [pointer, factor, source] is derived: it takes no place in "a", its difference is
+//   factor x the difference of `source` (a plain entry of the same list), in unsigned 64-bit arithmetic.
+//   The writer lists an RDMA port's rx_bytes / tx_bytes so while they are 4 x port_rcv_data / port_xmit_data
+//   (as the infiniband source derives them); a record where that does not hold lists them plain again.
+// - "g": the current value of every pointer of the current "gkeys" list (numbers that are not integers:
+//   gauges, the time), whole, in its order; a value that did not change is repeated.
+// "keys" ("gkeys") is written only when its list changes and holds for the records after it until the next
+// one or keyframe. The writer keeps a list stable within a frame (pointer_list.h): the same counters move
+// every second, but on a busy node a few start or stop each second, and rewriting the names then cost most
+// of the compressed size. A listed integer that did not move is a 0. A record where nothing listed moved
+// has no "a" ("g"). A reader also takes "add": {pointer: difference}. Order: "a" (plain, then derived)
+// and "add", then "g", then "set".
 #pragma once
 
 #include <cstdint>
@@ -24,6 +29,7 @@
 #include <vector>
 
 #include "libstallscope/model/snapshot_json.h"
+#include "libstallscope/timeline/pointer_list.h"
 
 namespace stallscope {
 
@@ -40,13 +46,14 @@ class SnapshotDiffEncoder {
     void reset() {
         have_previous_ = false;
         have_snapshot_ = false;
-        list_used_ = 0;
-        list_index_.clear();
+        keys_.clear();
+        gauges_.clear();
     }
 
   private:
     void begin_changes();
     void end_changes(std::string& out);
+    void check_derived();
     Json* previous_part(const char* key);
     void diff_part(const char* key, Json&& after);
     void diff_element(const char* key, std::size_t index, Json&& after);
@@ -61,7 +68,7 @@ class SnapshotDiffEncoder {
     void write_key(std::string& section, bool& first);
     void write_add(std::int64_t delta);
     void set_replacing(const Json& before, const Json& after);
-    void update_key_list(bool& rewrite);
+    void mark_removed();
 
     Json previous_;
     bool have_previous_ = false;
@@ -81,26 +88,16 @@ class SnapshotDiffEncoder {
     const std::string& path();
     std::string set_;
     bool set_first_ = true;
-    // This record's moved integers: pointers [0, moved_used_) and differences (never 0). Strings are
-    // assigned over, so no allocation once grown.
-    std::vector<std::string> moved_;
-    std::vector<std::int64_t> moved_delta_;
-    std::size_t moved_used_ = 0;
-    // Pointers [0, removed_used_) whose integer or container this record "set": listed pointers under
-    // them are dropped.
+    // Pointers [0, removed_used_) whose node this record "set": listed pointers under them are dropped.
     std::vector<std::string> removed_;
     std::size_t removed_used_ = 0;
-    // The "keys" list last written ([0, list_used_)), each one's difference this record and the records
-    // since it last moved; list_index_ finds a pointer that is not where the last one matched.
-    struct Hash {
-        using is_transparent = void;
-        std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+    struct KeySlot {
+        std::int64_t delta = 0;    // this record's difference (when moved)
+        std::uint64_t factor = 0;  // derived: factor x the difference of `source`; 0 for a plain entry
+        std::string source;
     };
-    std::vector<std::string> list_;
-    std::vector<std::int64_t> list_delta_;
-    std::vector<std::uint32_t> list_idle_;
-    std::size_t list_used_ = 0;
-    std::unordered_map<std::string, std::uint32_t, Hash, std::equal_to<>> list_index_;
+    PointerList<KeySlot> keys_;   // "keys" / "a"
+    PointerList<double> gauges_;  // "gkeys" / "g": the value last written
 };
 
 // Rebuilds each sample's tree from a keyframe and the records that follow it.
@@ -113,6 +110,8 @@ class SnapshotDiffDecoder {
     // `node`, when given, is set to the changed integer.
     bool add(std::string_view pointer, std::int64_t delta, std::string& problem, const Json** node = nullptr);
     bool set(std::string_view pointer, Json&& value, std::string& problem);
+    // "g": the node becomes `value` (a number); `changed` when it was not that number already.
+    bool set_number(std::string_view pointer, double value, bool& changed, std::string& problem);
     // Forget the tree (a damaged stream): changes are refused until the next keyframe.
     void reset();
 

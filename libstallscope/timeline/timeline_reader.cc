@@ -4,83 +4,17 @@
 // GPU elements) its pointers touched into the snapshot kept from the previous sample.
 #include <simdjson.h>
 
-#include <algorithm>
 #include <array>
 #include <charconv>
 
 #include "libstallscope/timeline/kept_counter.h"
+#include "libstallscope/timeline/simdjson_tree.h"
 #include "libstallscope/timeline/timeline.h"
 
 namespace stallscope {
 namespace {
 
 static_assert(TimelineInput::kLinePadding >= simdjson::SIMDJSON_PADDING);
-
-// The tree nlohmann's parser would give for the same text (non-negative integers unsigned, as it does).
-Json to_tree(simdjson::dom::element e) {
-    switch (e.type()) {
-        case simdjson::dom::element_type::ARRAY: {
-            Json a = Json::array();
-            simdjson::dom::array array;
-            if (e.get(array) == simdjson::SUCCESS)
-                for (simdjson::dom::element child : array) a.push_back(to_tree(child));
-            return a;
-        }
-        case simdjson::dom::element_type::OBJECT: {
-            Json o = Json::object();
-            simdjson::dom::object object;
-            if (e.get(object) != simdjson::SUCCESS) return o;
-            // Appended (ordered_json's operator[] searches the keys on every insert: quadratic in a
-            // counter map's size), then checked for a repeated key, which a hand-edited file may hold:
-            // that rare object is rebuilt with operator[], the last value winning, as nlohmann's parser
-            // would.
-            auto& items = o.get_ref<Json::object_t&>();
-            items.reserve(object.size());
-            for (simdjson::dom::key_value_pair field : object)
-                items.emplace_back(std::string(field.key), to_tree(field.value));
-            if (items.size() > 1) {
-                thread_local std::vector<std::string_view> keys;  // reused: the children are done
-                keys.clear();
-                for (const auto& item : items) keys.push_back(item.first);
-                std::sort(keys.begin(), keys.end());
-                if (std::adjacent_find(keys.begin(), keys.end()) != keys.end()) {
-                    Json unique = Json::object();
-                    for (auto& item : items) unique[item.first] = std::move(item.second);
-                    return unique;
-                }
-            }
-            return o;
-        }
-        case simdjson::dom::element_type::INT64: {
-            std::int64_t v = 0;
-            if (e.get(v) != simdjson::SUCCESS) break;
-            return v >= 0 ? Json(static_cast<std::uint64_t>(v)) : Json(v);
-        }
-        case simdjson::dom::element_type::UINT64: {
-            std::uint64_t v = 0;
-            if (e.get(v) != simdjson::SUCCESS) break;
-            return Json(v);
-        }
-        case simdjson::dom::element_type::DOUBLE: {
-            double v = 0;
-            if (e.get(v) != simdjson::SUCCESS) break;
-            return Json(v);
-        }
-        case simdjson::dom::element_type::STRING: {
-            std::string_view v;
-            if (e.get(v) != simdjson::SUCCESS) break;
-            return Json(std::string(v));
-        }
-        case simdjson::dom::element_type::BOOL: {
-            bool v = false;
-            if (e.get(v) != simdjson::SUCCESS) break;
-            return Json(v);
-        }
-        case simdjson::dom::element_type::NULL_VALUE:
-            break;
-    }
-    return Json(nullptr);
-}
 
 std::string_view string_field(simdjson::dom::object object, const char* key) {
     std::string_view value;
@@ -158,16 +92,19 @@ class Reader {
 
     void sample(simdjson::dom::element doc, simdjson::dom::object object, std::size_t number) {
         simdjson::dom::element full;
-        const bool record = changes_ || object["full"].error() == simdjson::SUCCESS ||
-                            object["a"].error() == simdjson::SUCCESS ||
-                            object["add"].error() == simdjson::SUCCESS ||
-                            object["set"].error() == simdjson::SUCCESS;
+        const bool record =
+            changes_ || object["full"].error() == simdjson::SUCCESS ||
+            object["a"].error() == simdjson::SUCCESS || object["add"].error() == simdjson::SUCCESS ||
+            object["g"].error() == simdjson::SUCCESS || object["set"].error() == simdjson::SUCCESS;
         if (!record) {  // v1: the snapshot is the line itself
             emit(to_tree(doc), number);
         } else if (object["full"].get(full) == simdjson::SUCCESS) {
             decoder_.keyframe(to_tree(full));
             add_keys_used_ = 0;
             add_targets_.clear();
+            add_derived_.clear();
+            gauge_keys_used_ = 0;
+            gauge_targets_.clear();
             emit_kept(number);
         } else if (apply_changes(object, number)) {
             emit_changed(number);
@@ -240,57 +177,9 @@ class Reader {
         simdjson::dom::object changes;
         simdjson::dom::array list;
         clear_dirty();
-        if (object["keys"].get_array().get(list) == simdjson::SUCCESS) {
-            // The list changes whenever a counter starts or stops moving (every second on a busy node):
-            // its strings are assigned over the last list's, which allocates nothing once grown.
-            add_keys_used_ = 0;
-            add_targets_.clear();
-            for (simdjson::dom::element key : list) {
-                std::string_view text;
-                if (key.get_string().get(text) != simdjson::SUCCESS) {
-                    add_keys_used_ = 0;
-                    add_targets_.clear();
-                    problem_ = "\"keys\" holds a non-string";
-                    return broken(number);
-                }
-                if (add_keys_used_ == add_keys_.size()) {
-                    add_keys_.emplace_back();
-                    add_kept_.emplace_back();
-                }
-                parse_kept_counter(text, add_kept_[add_keys_used_]);
-                add_keys_[add_keys_used_++].assign(text);
-                add_targets_.push_back(target_of(text));
-            }
-        }
-        if (object["a"].get_array().get(list) == simdjson::SUCCESS) {
-            std::size_t i = 0;
-            for (simdjson::dom::element value : list) {
-                std::int64_t delta = 0;
-                if (i >= add_keys_used_ || value.get_int64().get(delta) != simdjson::SUCCESS) {
-                    problem_ = "\"a\" does not match \"keys\"";
-                    return broken(number);
-                }
-                // A listed counter that did not move is a 0 (snapshot_diff.h): nothing to apply or re-read.
-                if (delta != 0) {
-                    const Json* node = nullptr;
-                    if (!decoder_.add(add_keys_[i], delta, problem_, &node)) return broken(number);
-                    // A counter snapshot_from_json would read as this unsigned value: written straight
-                    // into the kept snapshot, its element not re-read.
-                    Counter* kept = kept_clean_ && node->is_number_unsigned()
-                                        ? kept_counter(kept_, add_kept_[i])
-                                        : nullptr;
-                    if (kept)
-                        *kept = node->get<std::uint64_t>();
-                    else
-                        touch(add_targets_[i]);
-                }
-                ++i;
-            }
-            if (i != add_keys_used_) {
-                problem_ = "\"a\" does not match \"keys\"";
-                return broken(number);
-            }
-        }
+        if (object["keys"].get_array().get(list) == simdjson::SUCCESS && !read_keys(list, number))
+            return false;
+        if (object["a"].get_array().get(list) == simdjson::SUCCESS && !apply_a(list, number)) return false;
         if (object["add"].get_object().get(changes) == simdjson::SUCCESS)
             for (simdjson::dom::key_value_pair field : changes) {
                 std::int64_t delta = 0;
@@ -301,6 +190,9 @@ class Reader {
                 if (!decoder_.add(field.key, delta, problem_)) return broken(number);
                 touch(target_of(field.key));
             }
+        if (object["gkeys"].get_array().get(list) == simdjson::SUCCESS && !read_gauge_keys(list, number))
+            return false;
+        if (object["g"].get_array().get(list) == simdjson::SUCCESS && !apply_g(list, number)) return false;
         if (object["set"].get_object().get(changes) == simdjson::SUCCESS)
             for (simdjson::dom::key_value_pair field : changes) {
                 if (!decoder_.set(field.key, to_tree(field.value), problem_)) return broken(number);
@@ -318,6 +210,149 @@ class Reader {
                 else
                     touch(target_of(field.key));
             }
+        return true;
+    }
+
+    // "keys": the list "a" follows until the next one. Its strings are assigned over the last list's, which
+    // allocates nothing once grown (the list changes whenever a counter starts or stops moving).
+    bool read_keys(simdjson::dom::array list, std::size_t number) {
+        add_keys_used_ = 0;
+        add_targets_.clear();
+        for (simdjson::dom::element key : list) {
+            std::string_view text, source;
+            std::uint64_t factor = 0;
+            simdjson::dom::array derived;
+            if (key.get_array().get(derived) == simdjson::SUCCESS) {  // [pointer, factor, source]
+                if (derived.size() != 3 || derived.at(0).get_string().get(text) != simdjson::SUCCESS ||
+                    derived.at(1).get_uint64().get(factor) != simdjson::SUCCESS || factor == 0 ||
+                    derived.at(2).get_string().get(source) != simdjson::SUCCESS)
+                    return bad_keys("\"keys\" holds a derived entry that is not [pointer, factor, source]",
+                                    number);
+            } else if (key.get_string().get(text) != simdjson::SUCCESS) {
+                return bad_keys("\"keys\" holds a non-string", number);
+            }
+            if (add_keys_used_ == add_keys_.size()) {
+                add_keys_.emplace_back();
+                add_kept_.emplace_back();
+                add_factor_.push_back(0);
+                add_source_.emplace_back();
+                add_delta_.push_back(0);
+            }
+            parse_kept_counter(text, add_kept_[add_keys_used_]);
+            add_factor_[add_keys_used_] = factor;
+            add_source_[add_keys_used_].assign(source);
+            add_keys_[add_keys_used_++].assign(text);
+            add_targets_.push_back(target_of(text));
+        }
+        // A derived entry's source: a plain entry of this list (by index from now on).
+        add_derived_.clear();
+        for (std::size_t i = 0; i < add_keys_used_; ++i) {
+            if (add_factor_[i] == 0) continue;
+            std::size_t j = 0;
+            while (j < add_keys_used_ && (add_factor_[j] != 0 || add_keys_[j] != add_source_[i])) ++j;
+            if (j == add_keys_used_)
+                return bad_keys("\"keys\": the source of '" + add_keys_[i] + "' is not a plain entry",
+                                number);
+            add_derived_.push_back({i, j});
+        }
+        return true;
+    }
+
+    bool bad_keys(std::string problem, std::size_t number) {
+        add_keys_used_ = 0;
+        add_targets_.clear();
+        add_derived_.clear();
+        problem_ = std::move(problem);
+        return broken(number);
+    }
+
+    // "a": one difference per plain "keys" entry; then each derived entry's, from its source's.
+    bool apply_a(simdjson::dom::array list, std::size_t number) {
+        std::size_t i = 0;
+        for (simdjson::dom::element value : list) {
+            while (i < add_keys_used_ && add_factor_[i] != 0) ++i;
+            std::int64_t delta = 0;
+            if (i >= add_keys_used_ || value.get_int64().get(delta) != simdjson::SUCCESS) {
+                problem_ = "\"a\" does not match \"keys\"";
+                return broken(number);
+            }
+            add_delta_[i] = delta;
+            if (!add(i, delta, number)) return false;
+            ++i;
+        }
+        while (i < add_keys_used_ && add_factor_[i] != 0) ++i;
+        if (i != add_keys_used_) {
+            problem_ = "\"a\" does not match \"keys\"";
+            return broken(number);
+        }
+        for (const auto& [target, source] : add_derived_) {
+            const std::uint64_t delta = add_factor_[target] * static_cast<std::uint64_t>(add_delta_[source]);
+            if (!add(target, static_cast<std::int64_t>(delta), number)) return false;
+        }
+        return true;
+    }
+
+    // Listed entry `i` moved by `delta` (a listed counter that did not move is a 0: nothing to apply).
+    bool add(std::size_t i, std::int64_t delta, std::size_t number) {
+        if (delta == 0) return true;
+        const Json* node = nullptr;
+        if (!decoder_.add(add_keys_[i], delta, problem_, &node)) return broken(number);
+        // A counter snapshot_from_json would read as this unsigned value: written straight into the kept
+        // snapshot, its element not re-read.
+        Counter* kept =
+            kept_clean_ && node->is_number_unsigned() ? kept_counter(kept_, add_kept_[i]) : nullptr;
+        if (kept)
+            *kept = node->get<std::uint64_t>();
+        else
+            touch(add_targets_[i]);
+        return true;
+    }
+
+    bool read_gauge_keys(simdjson::dom::array list, std::size_t number) {
+        gauge_keys_used_ = 0;
+        gauge_targets_.clear();
+        for (simdjson::dom::element key : list) {
+            std::string_view text;
+            if (key.get_string().get(text) != simdjson::SUCCESS) {
+                gauge_keys_used_ = 0;
+                problem_ = "\"gkeys\" holds a non-string";
+                return broken(number);
+            }
+            if (gauge_keys_used_ == gauge_keys_.size()) {
+                gauge_keys_.emplace_back();
+                gauge_kept_.emplace_back();
+            }
+            parse_kept_counter(text, gauge_kept_[gauge_keys_used_]);
+            gauge_keys_[gauge_keys_used_++].assign(text);
+            gauge_targets_.push_back(target_of(text));
+        }
+        return true;
+    }
+
+    // "g": every listed number's value; those that changed are set (a GPU gauge straight into kept_).
+    bool apply_g(simdjson::dom::array list, std::size_t number) {
+        std::size_t i = 0;
+        for (simdjson::dom::element value : list) {
+            double v = 0;
+            if (i >= gauge_keys_used_ || value.get_double().get(v) != simdjson::SUCCESS) {
+                problem_ = "\"g\" does not match \"gkeys\"";
+                return broken(number);
+            }
+            bool changed = false;
+            if (!decoder_.set_number(gauge_keys_[i], v, changed, problem_)) return broken(number);
+            if (changed) {
+                Gauge* gauge = kept_clean_ ? kept_gauge(kept_, gauge_kept_[i]) : nullptr;
+                if (gauge)
+                    *gauge = v;
+                else
+                    touch(gauge_targets_[i]);
+            }
+            ++i;
+        }
+        if (i != gauge_keys_used_) {
+            problem_ = "\"g\" does not match \"gkeys\"";
+            return broken(number);
+        }
         return true;
     }
 
@@ -387,9 +422,20 @@ class Reader {
     std::string problem_;
     std::vector<std::string> add_keys_;  // the pointers of "a", from the last "keys": [0, add_keys_used_)
     std::size_t add_keys_used_ = 0;
-    std::vector<Target> add_targets_;    // what each of them touches
-    std::vector<KeptCounter> add_kept_;  // where each lands in kept_, when it is a counter placed there
-    KeptCounter set_kept_;               // the same for a "set" pointer
+    std::vector<Target> add_targets_;        // what each of them touches
+    std::vector<KeptCounter> add_kept_;      // where each lands in kept_, when it is a counter placed there
+    std::vector<std::uint64_t> add_factor_;  // a derived entry's factor (0: plain)
+    std::vector<std::string> add_source_;    // and its source's pointer
+    std::vector<std::int64_t> add_delta_;    // this record's difference of each plain entry
+    struct Derived {
+        std::size_t target, source;  // indices into add_keys_
+    };
+    std::vector<Derived> add_derived_;
+    std::vector<std::string> gauge_keys_;  // "gkeys": [0, gauge_keys_used_)
+    std::size_t gauge_keys_used_ = 0;
+    std::vector<Target> gauge_targets_;
+    std::vector<KeptCounter> gauge_kept_;
+    KeptCounter set_kept_;  // the same for a "set" pointer
     // The last v2 sample as read, and what this record changed in it.
     Snapshot kept_;
     bool kept_clean_ = false;

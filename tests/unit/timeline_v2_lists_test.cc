@@ -1,0 +1,239 @@
+// The v2 record's kept lists (snapshot_diff.h): "keys"/"a" with derived entries, "gkeys"/"g", how they
+// hold within a frame and when they are rewritten, checked record by record with a reader written from
+// the format's text; and the same records through the real reader (visit_timeline).
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <limits>
+
+#include "libstallscope/timeline/documents.h"
+#include "libstallscope/timeline/snapshot_diff.h"
+#include "libstallscope/timeline/timeline.h"
+
+using namespace stallscope;
+
+namespace {
+
+// A reader of change records as snapshot_diff.h describes them, on a SnapshotDiffDecoder.
+struct RecordReader {
+    SnapshotDiffDecoder decoder;
+    Json keys = Json::array(), gkeys = Json::array();
+
+    void apply(const Json& r) {
+        std::string problem;
+        if (r.contains("full")) {
+            decoder.keyframe(Json(r["full"]));
+            keys = gkeys = Json::array();
+            return;
+        }
+        if (r.contains("keys")) keys = r["keys"];
+        if (r.contains("gkeys")) gkeys = r["gkeys"];
+        if (r.contains("a")) {
+            std::map<std::string, std::int64_t> plain;
+            std::size_t at = 0;
+            for (const auto& k : keys) {
+                if (k.is_array()) continue;
+                REQUIRE(at < r["a"].size());
+                const auto delta = r["a"][at++].get<std::int64_t>();
+                plain[k.get<std::string>()] = delta;
+                if (delta) REQUIRE_MESSAGE(decoder.add(k.get<std::string>(), delta, problem), problem);
+            }
+            REQUIRE(at == r["a"].size());
+            for (const auto& k : keys) {
+                if (!k.is_array()) continue;
+                REQUIRE(plain.count(k[2].get<std::string>()) == 1);
+                const std::uint64_t delta =
+                    k[1].get<std::uint64_t>() * static_cast<std::uint64_t>(plain[k[2].get<std::string>()]);
+                if (delta)
+                    REQUIRE_MESSAGE(
+                        decoder.add(k[0].get<std::string>(), static_cast<std::int64_t>(delta), problem),
+                        problem);
+            }
+        }
+        if (r.contains("g")) {
+            REQUIRE(r["g"].size() == gkeys.size());
+            for (std::size_t i = 0; i < gkeys.size(); ++i) {
+                bool changed = false;
+                REQUIRE_MESSAGE(decoder.set_number(gkeys[i].get<std::string>(), r["g"][i].get<double>(),
+                                                   changed, problem),
+                                problem);
+            }
+        }
+        if (r.contains("set"))  // not r.value(...).items(): items() of a temporary dangles
+            for (auto& [k, v] : r["set"].items()) REQUIRE_MESSAGE(decoder.set(k, Json(v), problem), problem);
+    }
+};
+
+struct Stepper {
+    SnapshotDiffEncoder encoder;
+    RecordReader reader;
+    Json step(const Json& next) {
+        std::string text;
+        encoder.append_record(Json(next), text);
+        const Json r = Json::parse(text);
+        reader.apply(r);
+        CHECK(reader.decoder.tree().dump() == next.dump());
+        return r;
+    }
+};
+
+}  // namespace
+
+TEST_CASE("a field the encoder has never seen flows through (what gpudepth adds to to_json)") {
+    Json a = to_json(Snapshot{});
+    a["gpm"] = Json{{"sm_occupancy_pct", 41.5}, {"nvlink", Json::array({1u, 2u, 3u})}};
+    a["cgroup"] = Json{{"cpu_usage_usec", 1000u}, {"oom_kills", 0u}};
+    Json b = a;
+    b["cgroup"]["cpu_usage_usec"] = 250000u;  // an integer that moved: "keys" + "a"
+    b["gpm"]["sm_occupancy_pct"] = 42.0;      // a gauge that moved: "gkeys" + "g"
+    b["gpm"]["nvlink"][1] = 900u;
+    b["gpm"]["mig"] = "3g.40gb";  // a new key: the object is set whole
+    Stepper s;
+    s.step(a);
+    const Json r = s.step(b);
+    CHECK(r["set"].contains("/gpm"));
+    CHECK(r["keys"] == Json::array({"/cgroup/cpu_usage_usec"}));
+    CHECK(r["a"] == Json::array({249000}));
+}
+
+TEST_CASE("the keys list holds within a frame: a still counter is a 0, dropped after 64 records or a set") {
+    Json tree = {{"t", 0.5}, {"k", {{"c1", 10u}, {"c2", 20u}}}, {"m", {{"x", 5}}}};
+    Stepper s;
+    s.step(tree);
+    tree["k"]["c1"] = 11u, tree["k"]["c2"] = 22u, tree["m"]["x"] = 6;
+    CHECK(s.step(tree)["keys"] == Json::array({"/k/c1", "/k/c2", "/m/x"}));
+    tree["k"]["c1"] = 12u;  // c2 and x still: 0s, the list is not written again
+    Json r = s.step(tree);
+    CHECK_FALSE(r.contains("keys"));
+    CHECK(r["a"] == Json::array({1, 0, 0}));
+    tree["t"] = 1.5;  // nothing listed moved: no "a"; the time goes in "g"
+    r = s.step(tree);
+    CHECK_FALSE(r.contains("keys"));
+    CHECK_FALSE(r.contains("a"));
+    CHECK(r["gkeys"] == Json::array({"/t"}));
+    CHECK(r["g"] == Json::array({1.5}));
+    tree["m"] = {{"x", 6}, {"y", 1}};  // x's object set whole: x leaves the list
+    r = s.step(tree);
+    CHECK(r["keys"] == Json::array({"/k/c1", "/k/c2"}));
+    CHECK(r["set"].contains("/m"));
+    int rewrites = 0;
+    for (int i = 0; i < 70; ++i) {  // c1 moves on; c2 was still since record 3: dropped once 64 old
+        tree["k"]["c1"] = tree["k"]["c1"].get<std::uint64_t>() + 1;
+        r = s.step(tree);
+        if (r.contains("keys")) {
+            ++rewrites;
+            CHECK(r["keys"] == Json::array({"/k/c1"}));
+            CHECK(i == 60);
+        }
+    }
+    CHECK(rewrites == 1);
+    tree["k"]["c2"] = 23u;  // moves again: appended
+    CHECK(s.step(tree)["keys"] == Json::array({"/k/c1", "/k/c2"}));
+}
+
+TEST_CASE("an RDMA port's rx/tx bytes are listed derived while they are 4 x the data counters") {
+    Json tree = {
+        {"rdma", Json::array({{{"rx_bytes", 400u},
+                               {"tx_bytes", 800u},
+                               {"counters", {{"port_rcv_data", 100u}, {"port_xmit_data", 200u}}}}})}};
+    Stepper s;
+    s.step(tree);
+    auto move = [&](std::uint64_t rcv, std::uint64_t xmit) {
+        tree["rdma"][0]["counters"]["port_rcv_data"] = rcv;
+        tree["rdma"][0]["counters"]["port_xmit_data"] = xmit;
+        tree["rdma"][0]["rx_bytes"] = rcv * 4;
+        tree["rdma"][0]["tx_bytes"] = xmit * 4;
+    };
+    move(150, 260);
+    Json r = s.step(tree);
+    CHECK(r["keys"] == Json::parse(R"([["/rdma/0/rx_bytes",4,"/rdma/0/counters/port_rcv_data"],
+                                        ["/rdma/0/tx_bytes",4,"/rdma/0/counters/port_xmit_data"],
+                                        "/rdma/0/counters/port_rcv_data","/rdma/0/counters/port_xmit_data"])"));
+    CHECK(r["a"] == Json::array({50, 60}));  // the derived ones take no place
+    move(151, 260);                          // xmit still: both tx entries 0, still derived
+    r = s.step(tree);
+    CHECK_FALSE(r.contains("keys"));
+    CHECK(r["a"] == Json::array({1, 0}));
+    move(160, 270);
+    tree["rdma"][0]["tx_bytes"] = 5u;  // not derived this record: tx_bytes listed plain from now on
+    r = s.step(tree);
+    CHECK(r["keys"][1] == "/rdma/0/tx_bytes");
+    CHECK(r["a"] == Json::array({-1035, 9, 10}));
+    move(170, 280);
+    r = s.step(tree);
+    CHECK_FALSE(r.contains("keys"));
+    CHECK(r["a"] == Json::array({1115, 10, 10}));
+}
+
+TEST_CASE("gauges: listed once, each record's values whole; NaN goes in a set and leaves the list") {
+    Json tree = {{"time", 1.0}, {"gpus", Json::array({{{"power_w", 300.5}, {"temperature_c", 60.0}}})}};
+    Stepper s;
+    s.step(tree);
+    tree["time"] = 2.0, tree["gpus"][0]["power_w"] = 301.25;
+    Json r = s.step(tree);
+    CHECK(r["gkeys"] == Json::array({"/time", "/gpus/0/power_w"}));
+    CHECK(r["g"] == Json::array({2.0, 301.25}));
+    tree["time"] = 3.0, tree["gpus"][0]["temperature_c"] = 61.0;  // power still: repeated
+    r = s.step(tree);
+    CHECK(r["gkeys"] == Json::array({"/time", "/gpus/0/power_w", "/gpus/0/temperature_c"}));
+    CHECK(r["g"] == Json::array({3.0, 301.25, 61.0}));
+    tree["time"] = 4.0, tree["gpus"][0]["power_w"] = std::numeric_limits<double>::quiet_NaN();
+    r = s.step(tree);  // (NaN dumps as null, so the trees compare as the reader has them)
+    CHECK(r["set"]["/gpus/0/power_w"].is_null());
+    CHECK(r["gkeys"] == Json::array({"/time", "/gpus/0/temperature_c"}));
+}
+
+TEST_CASE("derived and gauge lists through the real reader: a node's samples read back exactly") {
+    char tmpl[] = "/tmp/stallscope-lists-XXXXXX";
+    REQUIRE(mkdtemp(tmpl) != nullptr);
+    const std::string path = std::string(tmpl) + "/timeline.0.n.jsonl.zst";
+    Snapshot base;
+    base.time = 1'790'000'000;
+    base.host = "n";
+    for (int p = 0; p < 2; ++p) {
+        RdmaPort port;
+        port.device = "mlx5_" + std::to_string(p);
+        port.port = 1;
+        port.counters = {{"port_rcv_data", 1000u}, {"port_xmit_data", 2000u}, {"symbol_error", 0u}};
+        port.rx_bytes = 4000u, port.tx_bytes = 8000u;
+        base.rdma.push_back(port);
+    }
+    Gpu gpu;
+    gpu.index = 0, gpu.power_w = 300.0, gpu.temperature_c = 50.0;
+    base.gpus.push_back(gpu);
+    std::vector<Snapshot> samples;
+    for (int i = 0; i < 150; ++i) {  // past the idle drop (64 records) and a frame of 100
+        Snapshot s = base;
+        s.time += i;
+        for (auto& p : s.rdma) {
+            *p.counters["port_rcv_data"] += static_cast<std::uint64_t>(i) * 977;
+            *p.counters["port_xmit_data"] += static_cast<std::uint64_t>(i) * (i < 40 ? 13 : 0);
+            p.rx_bytes = *p.counters["port_rcv_data"] * 4;
+            p.tx_bytes = *p.counters["port_xmit_data"] * 4;
+        }
+        if (i == 70) s.rdma[1].rx_bytes = 5u;  // once not derived
+        s.gpus[0].power_w = 300.0 + (i % 7) * 0.125;
+        if (i % 11 == 0) s.gpus[0].temperature_c = std::nullopt;  // a gauge going null and back
+        samples.push_back(std::move(s));
+    }
+    {
+        TimelineWriter w(TimelineFormat::zstd_v2);
+        w.set_samples_per_frame(100);
+        std::string error;
+        REQUIRE(w.open(path, error));
+        REQUIRE(w.write_header(timeline_header(samples.front(), 1.0, {}), error));
+        for (const auto& s : samples) REQUIRE(w.append_sample(s, Profile{}, error));
+    }
+    TimelineContents c;
+    std::string error;
+    REQUIRE_MESSAGE(read_timeline(path, c, error), error);
+    CHECK(c.warnings.empty());
+    REQUIRE(c.samples.size() == samples.size());
+    for (std::size_t i = 0; i < samples.size(); ++i) {
+        CAPTURE(i);
+        CHECK(to_json(c.samples[i]).dump() == to_json(samples[i]).dump());
+    }
+    std::remove(path.c_str());
+    ::rmdir(tmpl);
+}
