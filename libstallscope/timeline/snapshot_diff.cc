@@ -317,13 +317,13 @@ void SnapshotDiffEncoder::diff(const Json& before, const Json& after) {
 void SnapshotDiffDecoder::keyframe(Json&& tree) {
     tree_ = std::move(tree);
     have_tree_ = true;
-    nodes_.clear();
+    moved_nodes();
 }
 
 void SnapshotDiffDecoder::reset() {
     tree_ = Json();
     have_tree_ = false;
-    nodes_.clear();
+    moved_nodes();
 }
 
 Json* SnapshotDiffDecoder::find(std::string_view pointer, std::string& problem) {
@@ -375,9 +375,25 @@ Json* SnapshotDiffDecoder::find(std::string_view pointer, std::string& problem) 
     return nullptr;
 }
 
+Json* SnapshotDiffDecoder::resolve(NodeRef& ref, std::string_view pointer, std::string& problem) {
+    if (ref.generation != generation_ || !ref.node) {
+        ref.node = find(pointer, problem);
+        ref.generation = generation_;
+    }
+    return ref.node;
+}
+
 bool SnapshotDiffDecoder::add(std::string_view pointer, std::int64_t delta, std::string& problem,
                               const Json** changed) {
-    Json* node = find(pointer, problem);
+    NodeRef ref;
+    if (!add(ref, pointer, delta, problem)) return false;
+    if (changed) *changed = ref.node;
+    return true;
+}
+
+bool SnapshotDiffDecoder::add(NodeRef& ref, std::string_view pointer, std::int64_t delta,
+                              std::string& problem) {
+    Json* node = resolve(ref, pointer, problem);
     if (!node) return false;
     // Unsigned arithmetic: wraps like the writer's subtraction, and no signed overflow on bad input.
     if (node->is_number_unsigned()) {
@@ -389,17 +405,22 @@ bool SnapshotDiffDecoder::add(std::string_view pointer, std::int64_t delta, std:
         problem = "\"add\" to '" + std::string(pointer) + "', which is not an integer";
         return false;
     }
-    if (changed) *changed = node;
     return true;
 }
 
 bool SnapshotDiffDecoder::set_number(std::string_view pointer, double value, bool& changed,
                                      std::string& problem) {
-    Json* node = find(pointer, problem);
+    NodeRef ref;
+    return set_number(ref, pointer, value, changed, problem);
+}
+
+bool SnapshotDiffDecoder::set_number(NodeRef& ref, std::string_view pointer, double value, bool& changed,
+                                     std::string& problem) {
+    Json* node = resolve(ref, pointer, problem);
     if (!node) return false;
     changed = !node->is_number_float() || !same_double(node->get<double>(), value);
     if (!changed) return true;
-    if (node->is_structured()) nodes_.clear();
+    if (node->is_structured()) moved_nodes();
     *node = value;
     return true;
 }
@@ -408,7 +429,7 @@ bool SnapshotDiffDecoder::set(std::string_view pointer, Json&& value, std::strin
     Json* node = find(pointer, problem);
     if (!node) return false;
     // Replacing a container invalidates every cached node under it.
-    if (node->is_structured() || value.is_structured()) nodes_.clear();
+    if (node->is_structured() || value.is_structured()) moved_nodes();
     *node = std::move(value);
     return true;
 }

@@ -106,17 +106,31 @@ class SnapshotDiffDecoder {
     void keyframe(Json&& tree);
     bool has_tree() const { return have_tree_; }
     const Json& tree() const { return tree_; }
+    // A pointer's node, found once and kept by a reader's list entry: good while the decoder's generation
+    // is the one it was found in (a keyframe, a reset or a "set" of a container moves nodes).
+    struct NodeRef {
+        Json* node = nullptr;
+        std::uint64_t generation = 0;
+    };
     // Apply one change; false + problem when the pointer does not name a node of the right kind.
     // `node`, when given, is set to the changed integer.
     bool add(std::string_view pointer, std::int64_t delta, std::string& problem, const Json** node = nullptr);
+    bool add(NodeRef& ref, std::string_view pointer, std::int64_t delta, std::string& problem);
     bool set(std::string_view pointer, Json&& value, std::string& problem);
     // "g": the node becomes `value` (a number); `changed` when it was not that number already.
     bool set_number(std::string_view pointer, double value, bool& changed, std::string& problem);
+    bool set_number(NodeRef& ref, std::string_view pointer, double value, bool& changed,
+                    std::string& problem);
     // Forget the tree (a damaged stream): changes are refused until the next keyframe.
     void reset();
 
   private:
     Json* find(std::string_view pointer, std::string& problem);
+    Json* resolve(NodeRef& ref, std::string_view pointer, std::string& problem);
+    void moved_nodes() {
+        nodes_.clear();
+        ++generation_;
+    }
 
     struct Hash {
         using is_transparent = void;
@@ -127,7 +141,8 @@ class SnapshotDiffDecoder {
     // Pointer -> node, for the leaves that move every sample. Nodes of an ordered_json stay where they are
     // until their parent is replaced; any "set" of a container drops the cache.
     std::unordered_map<std::string, Json*, Hash, std::equal_to<>> nodes_;
-    std::string key_;  // scratch for an unescaped pointer segment
+    std::string key_;               // scratch for an unescaped pointer segment
+    std::uint64_t generation_ = 1;  // NodeRefs of another generation are looked up again
 };
 
 // JSON string text of `s` (quotes, escapes), appended.

@@ -237,7 +237,12 @@ class Reader {
                 add_factor_.push_back(0);
                 add_source_.emplace_back();
                 add_delta_.push_back(0);
+                add_nodes_.emplace_back();
+                add_counter_.push_back(nullptr);
+                add_counter_layout_.push_back(0);
             }
+            add_nodes_[add_keys_used_] = {};
+            add_counter_layout_[add_keys_used_] = 0;
             parse_kept_counter(text, add_kept_[add_keys_used_]);
             add_factor_[add_keys_used_] = factor;
             add_source_[add_keys_used_].assign(source);
@@ -295,12 +300,18 @@ class Reader {
     // Listed entry `i` moved by `delta` (a listed counter that did not move is a 0: nothing to apply).
     bool add(std::size_t i, std::int64_t delta, std::size_t number) {
         if (delta == 0) return true;
-        const Json* node = nullptr;
-        if (!decoder_.add(add_keys_[i], delta, problem_, &node)) return broken(number);
+        if (!decoder_.add(add_nodes_[i], add_keys_[i], delta, problem_)) return broken(number);
+        const Json* node = add_nodes_[i].node;
         // A counter snapshot_from_json would read as this unsigned value: written straight into the kept
         // snapshot, its element not re-read.
-        Counter* kept =
-            kept_clean_ && node->is_number_unsigned() ? kept_counter(kept_, add_kept_[i]) : nullptr;
+        Counter* kept = nullptr;
+        if (kept_clean_ && node->is_number_unsigned()) {
+            if (add_counter_layout_[i] != kept_layout_) {  // found once per layout, not per sample
+                add_counter_[i] = kept_counter(kept_, add_kept_[i]);
+                add_counter_layout_[i] = kept_layout_;
+            }
+            kept = add_counter_[i];
+        }
         if (kept)
             *kept = node->get<std::uint64_t>();
         else
@@ -321,7 +332,9 @@ class Reader {
             if (gauge_keys_used_ == gauge_keys_.size()) {
                 gauge_keys_.emplace_back();
                 gauge_kept_.emplace_back();
+                gauge_nodes_.emplace_back();
             }
+            gauge_nodes_[gauge_keys_used_] = {};
             parse_kept_counter(text, gauge_kept_[gauge_keys_used_]);
             gauge_keys_[gauge_keys_used_++].assign(text);
             gauge_targets_.push_back(target_of(text));
@@ -339,7 +352,8 @@ class Reader {
                 return broken(number);
             }
             bool changed = false;
-            if (!decoder_.set_number(gauge_keys_[i], v, changed, problem_)) return broken(number);
+            if (!decoder_.set_number(gauge_nodes_[i], gauge_keys_[i], v, changed, problem_))
+                return broken(number);
             if (changed) {
                 Gauge* gauge = kept_clean_ ? kept_gauge(kept_, gauge_kept_[i]) : nullptr;
                 if (gauge)
@@ -378,6 +392,7 @@ class Reader {
     void emit_kept(std::size_t number) {
         problems_.clear();
         kept_ = snapshot_from_json(decoder_.tree(), problems_);
+        ++kept_layout_;
         // A tree with problems is read whole every sample, so each sample warns about all of them as
         // before; a clean one is updated field by field.
         kept_clean_ = problems_.empty();
@@ -390,6 +405,10 @@ class Reader {
         problems_.clear();
         for (std::size_t f = 0; f < dirty_field_.size(); ++f) {
             const auto field = static_cast<SnapshotField>(f);
+            if ((dirty_field_[f] || !dirty_elements_[f].empty()) &&
+                (field == SnapshotField::interfaces || field == SnapshotField::rdma ||
+                 field == SnapshotField::gpus))
+                ++kept_layout_;  // elements re-read: their counter maps are new
             if (dirty_field_[f]) {
                 read_snapshot_field(decoder_.tree(), field, kept_, problems_);
                 continue;
@@ -427,6 +446,9 @@ class Reader {
     std::vector<std::uint64_t> add_factor_;  // a derived entry's factor (0: plain)
     std::vector<std::string> add_source_;    // and its source's pointer
     std::vector<std::int64_t> add_delta_;    // this record's difference of each plain entry
+    std::vector<SnapshotDiffDecoder::NodeRef> add_nodes_;  // each one's node in the decoder's tree
+    std::vector<Counter*> add_counter_;  // and in kept_, found in layout add_counter_layout_
+    std::vector<std::uint64_t> add_counter_layout_;
     struct Derived {
         std::size_t target, source;  // indices into add_keys_
     };
@@ -435,9 +457,11 @@ class Reader {
     std::size_t gauge_keys_used_ = 0;
     std::vector<Target> gauge_targets_;
     std::vector<KeptCounter> gauge_kept_;
+    std::vector<SnapshotDiffDecoder::NodeRef> gauge_nodes_;
     KeptCounter set_kept_;  // the same for a "set" pointer
     // The last v2 sample as read, and what this record changed in it.
     Snapshot kept_;
+    std::uint64_t kept_layout_ = 1;  // bumped whenever kept_'s interfaces, ports or GPUs are re-read
     bool kept_clean_ = false;
     bool dirty_everything_ = false;
     std::array<bool, static_cast<std::size_t>(SnapshotField::count)> dirty_field_{};

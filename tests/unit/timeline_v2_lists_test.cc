@@ -237,3 +237,33 @@ TEST_CASE("derived and gauge lists through the real reader: a node's samples rea
     std::remove(path.c_str());
     ::rmdir(tmpl);
 }
+
+TEST_CASE("a reader's kept node is looked up again once a set replaced what holds it") {
+    SnapshotDiffDecoder decoder;
+    decoder.keyframe(Json{{"rdma", Json::array({{{"counters", {{"x", 10u}}}}})}});
+    std::string problem;
+    SnapshotDiffDecoder::NodeRef ref;
+    REQUIRE(decoder.add(ref, "/rdma/0/counters/x", 5, problem));
+    const Json* first = ref.node;
+    REQUIRE(decoder.add(ref, "/rdma/0/counters/x", 5, problem));
+    CHECK(ref.node == first);  // the same generation: not looked up again
+    // A second port appears: the array is set whole, every node under it is new.
+    REQUIRE(decoder.set("/rdma", Json::array({{{"counters", {{"x", 100u}}}}, {{"counters", {{"x", 7u}}}}}),
+                        problem));
+    REQUIRE(decoder.add(ref, "/rdma/0/counters/x", 1, problem));
+    CHECK(decoder.tree()["rdma"][0]["counters"]["x"] == 101u);
+    // A pointer the new tree lacks fails with the problem, and the ref is not kept.
+    REQUIRE(decoder.set("/rdma", Json::array(), problem));
+    CHECK_FALSE(decoder.add(ref, "/rdma/0/counters/x", 1, problem));
+    CHECK(problem.find("does not have") != std::string::npos);
+    bool changed = false;
+    SnapshotDiffDecoder::NodeRef gauge;
+    decoder.keyframe(Json{{"g", 1.5}});
+    REQUIRE(decoder.set_number(gauge, "/g", 2.5, changed, problem));
+    CHECK(changed);
+    REQUIRE(decoder.set_number(gauge, "/g", 2.5, changed, problem));
+    CHECK_FALSE(changed);
+    decoder.keyframe(Json{{"g", 9.0}});  // a new frame: a new tree
+    REQUIRE(decoder.set_number(gauge, "/g", 3.0, changed, problem));
+    CHECK(decoder.tree()["g"] == 3.0);
+}
