@@ -2,10 +2,15 @@
 #include <cmath>
 #include <limits>
 
+#include "libstallscope/model/json_fields.h"
 #include "libstallscope/model/snapshot_json.h"
 
 namespace stallscope {
 namespace {
+
+// Keys are appended (json_fields::put), not looked up: each object's keys are unique by construction
+// (Evidence is a std::map), and ordered_json's operator[] would scan them on every insert.
+using json_fields::put;
 
 // Rounds to 4 decimals so evidence reads "12.5", not "12.499999999999998"; integral values as integers.
 Json number_json(double v) {
@@ -17,33 +22,39 @@ Json number_json(double v) {
 }  // namespace
 
 Json evidence_to_json(const Evidence& evidence) {
-    Json o = Json::object();
+    Json o = json_fields::object_of(evidence.size());
     for (const auto& [key, value] : evidence) {
         if (const double* d = std::get_if<double>(&value))
-            o[key] = number_json(*d);
+            put(o, key, number_json(*d));
         else
-            o[key] = std::get<std::string>(value);
+            put(o, key, std::get<std::string>(value));
     }
     return o;
 }
 
 Json to_json(const Reason& r) {
-    Json o{{"code", r.code},
-           {"category", r.category},
-           {"severity", r.severity},
-           {"label", r.label},
-           {"subject", r.subject},
-           {"message", r.message},
-           {"evidence", evidence_to_json(r.evidence)}};
-    o["first_seen"] = format_rfc3339(r.first_seen);
+    Json o = json_fields::object_of(8);
+    put(o, "code", r.code);
+    put(o, "category", r.category);
+    put(o, "severity", r.severity);
+    put(o, "label", r.label);
+    put(o, "subject", r.subject);
+    put(o, "message", r.message);
+    put(o, "evidence", evidence_to_json(r.evidence));
+    put(o, "first_seen", format_rfc3339(r.first_seen));
     return o;
 }
 
 Json to_json(const Profile& p) {
-    Json o{{"label", p.label}, {"confidence", number_json(p.confidence)}, {"reasons", Json::array()}};
-    for (const auto& r : p.reasons) o["reasons"].push_back(to_json(r));
-    o["bottleneck_hint"] = p.bottleneck_hint;
-    if (!p.unknown_reason.empty()) o["unknown_reason"] = p.unknown_reason;
+    Json reasons = Json::array();
+    reasons.get_ref<Json::array_t&>().reserve(p.reasons.size());
+    for (const auto& r : p.reasons) reasons.push_back(to_json(r));
+    Json o = json_fields::object_of(5);
+    put(o, "label", p.label);
+    put(o, "confidence", number_json(p.confidence));
+    put(o, "reasons", std::move(reasons));
+    put(o, "bottleneck_hint", p.bottleneck_hint);
+    if (!p.unknown_reason.empty()) put(o, "unknown_reason", p.unknown_reason);
     return o;
 }
 
