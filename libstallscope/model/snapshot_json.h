@@ -18,6 +18,8 @@ using Json = nlohmann::ordered_json;
 
 // RFC 3339 UTC with milliseconds: 2026-11-22T05:40:01.250Z
 std::string format_rfc3339(double epoch_seconds);
+// The same text appended to `out` (no string of its own: the --json line writer's per-sample path).
+void append_rfc3339(std::string& out, double epoch_seconds);
 // Accepts RFC 3339 with Z or +00:00 and optional fraction; nullopt on anything else.
 std::optional<double> parse_rfc3339(const std::string& text);
 

@@ -8,7 +8,7 @@
 
 namespace stallscope {
 
-std::string format_rfc3339(double epoch_seconds) {
+void append_rfc3339(std::string& out, double epoch_seconds) {
     // Years 0001-9999 only (four digits): a hand-edited or corrupt timeline's 1e29 must not reach the
     // time_t conversion, which is undefined behaviour out of range (found by fuzzing replay).
     constexpr double kFirst = -62135596800.0, kLast = 253402300799.0;  // 0001-01-01, 9999-12-31T23:59:59
@@ -24,9 +24,15 @@ std::string format_rfc3339(double epoch_seconds) {
     std::tm tm{};
     ::gmtime_r(&t, &tm);
     char buf[96];  // room for any int the compiler cannot rule out (-Wformat-truncation)
-    std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
-                  tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, millis);
-    return buf;
+    const int n = std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+                                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, millis);
+    out.append(buf, static_cast<std::size_t>(std::clamp(n, 0, static_cast<int>(sizeof buf) - 1)));
+}
+
+std::string format_rfc3339(double epoch_seconds) {
+    std::string text;
+    append_rfc3339(text, epoch_seconds);
+    return text;
 }
 
 std::optional<double> parse_rfc3339(const std::string& text) {
