@@ -1,0 +1,225 @@
+// append_*_json (snapshot_json_text.h): the --json line written from the structs is byte for byte the
+// dump() of the tree to_json builds, on every fixture node, every scenario sample and the awkward values.
+#include "libstallscope/model/snapshot_json_text.h"
+
+#include <doctest/doctest.h>
+#include <stdlib.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "libstallscope/rules/profiler.h"
+#include "libstallscope/sources/sampler.h"
+#include "tests/unit/snapshot_fixture.h"
+
+namespace {
+
+using namespace stallscope;
+namespace fs = std::filesystem;
+
+// The line as the CLI built it before the writer existed (helper/cli_sample.cc at f95a400).
+Json line_as_before(const SampleLine& l) {
+    Json out = to_json(l.snapshot);
+    if (l.rates) out["rates"] = to_json(*l.rates);
+    out["profile"] = to_json(l.profile);
+    for (const auto& w : l.more_warnings) out["warnings"].push_back(w);
+    if (l.more_context)
+        for (const auto& [k, v] : l.more_context->items()) out["context"][k] = v;
+    return out;
+}
+
+// Where two texts first differ, with some context: a ~50 KB line is no use in a failure message.
+std::string first_difference(const std::string& a, const std::string& b) {
+    const auto at = static_cast<std::size_t>(
+        std::mismatch(a.begin(), a.begin() + std::min(a.size(), b.size()), b.begin()).first - a.begin());
+    if (at == a.size() && at == b.size()) return "";
+    const std::size_t from = at < 80 ? 0 : at - 80;
+    return "at " + std::to_string(at) + ": ..." + a.substr(from, 160) + "\n  vs ..." + b.substr(from, 160);
+}
+
+// The writer's text equals the tree's dump(), or the writer declined and dump() throws (ill-formed UTF-8).
+// Returns whether the writer wrote it.
+bool check_line(const SampleLine& line) {
+    std::string text = "kept ";  // appended to, never replaced
+    if (!append_sample_line_json(text, line)) {
+        CHECK_THROWS(sample_line_to_json(line).dump());  // ill-formed UTF-8 only
+        return false;
+    }
+    const std::string expected = sample_line_to_json(line).dump();
+    CHECK(first_difference(expected, line_as_before(line).dump()) == "");
+    CHECK(text.substr(0, 5) == "kept ");
+    CHECK(first_difference(text.substr(5), expected) == "");
+    return true;
+}
+
+// Runs the samples through a Profiler (rates from the second on) and checks every line.
+std::size_t check_run(std::vector<Snapshot> samples) {
+    Profiler profiler;
+    std::size_t written = 0;
+    for (auto& s : samples) {
+        const Profile profile = profiler.observe(std::move(s));
+        written += check_line({*profiler.last_sample(), profiler.last_rates(), profile}) ? 1 : 0;
+    }
+    return written;
+}
+
+Snapshot sample_node(const fs::path& node) {
+    Roots roots;
+    roots.procfs = (node / "proc").string();
+    roots.sysfs = (node / "sys").string();
+    roots.ethtool = (node / "ethtool").string();
+    roots.dev = "/nonexistent";
+    roots.nvidia_smi = "/nonexistent/nvidia-smi";
+    roots.nvml_library = "/nonexistent/libnvidia-ml.so.1";
+    if (fs::exists(node / "nvml.json")) {
+        roots.nvml_library = FAKE_NVML_PATH;
+        ::setenv("STALLSCOPE_FAKE_NVML_FIXTURE", (node / "nvml.json").c_str(), 1);
+    }
+    Sampler sampler = Sampler::for_node(roots);
+    return sampler.sample_at(1'790'000'000.25);
+}
+
+}  // namespace
+
+TEST_CASE("the --json line written from the structs is the tree's dump() on every fixture node") {
+    std::size_t nodes = 0, gpus = 0, resets = 0;
+    for (const auto& entry : fs::directory_iterator(fs::path(STALLSCOPE_FIXTURES_DIR) / "nodes")) {
+        if (!entry.is_directory()) continue;
+        CAPTURE(entry.path().string());
+        // Two samples of the node, so the second line has rates: the same counters (rates 0) but the first
+        // port's and interface's, which went down (a reset: the {"per_second", "delta", ...} form).
+        std::vector<Snapshot> run = {sample_node(entry.path()), sample_node(entry.path())};
+        run[1].time += 1;
+        if (!run[1].rdma.empty())
+            for (auto& [name, v] : run[1].rdma[0].counters)
+                if (v && *v > 0) *v -= 1;
+        if (!run[1].interfaces.empty()) run[1].interfaces[0].rx_bytes = 0;
+        resets += to_json(compute_rates(run[0], run[1])).dump().find("\"reset\":true") != std::string::npos;
+        gpus += run[0].gpus.size();
+        CHECK(check_run(std::move(run)) == 2);
+        ++nodes;
+    }
+    ::unsetenv("STALLSCOPE_FAKE_NVML_FIXTURE");
+    CHECK(nodes >= 6);
+    CHECK(gpus >= 8);  // the fake NVML answered: GPU objects (and their depth keys) are compared too
+    CHECK(resets >= 6);
+}
+
+TEST_CASE("the --json line written from the structs is the tree's dump() on every scenario sample") {
+    std::size_t files = 0, lines = 0, with_gpus = 0, with_depth = 0;
+    for (const char* dir : {"scenarios", "scenarios_gpu"}) {
+        for (const auto& entry : fs::directory_iterator(fs::path(STALLSCOPE_TESTS_DIR) / dir)) {
+            if (entry.path().extension() != ".jsonl") continue;
+            CAPTURE(entry.path().string());
+            std::ifstream in(entry.path());
+            std::vector<Snapshot> run;
+            for (std::string text; std::getline(in, text);) {
+                std::vector<std::string> problems;
+                const Json j = Json::parse(text, nullptr, false);
+                if (!j.is_object()) continue;
+                run.push_back(snapshot_from_json(j, problems));
+                with_gpus += run.back().gpus.empty() ? 0 : 1;
+                with_depth += std::any_of(run.back().gpus.begin(), run.back().gpus.end(),
+                                          [](const Gpu& g) { return g.gpm || g.processes || g.mig; });
+            }
+            Profiler profiler;
+            for (auto& s : run) {
+                const Profile profile = profiler.observe(std::move(s));
+                const Rates* rates = profiler.last_rates();
+                CHECK(check_line({*profiler.last_sample(), rates, profile}));
+                ++lines;
+            }
+            ++files;
+        }
+    }
+    CHECK(files >= 40);
+    CHECK(lines >= 400);
+    CHECK(with_gpus > 0);
+    CHECK(with_depth > 0);
+}
+
+TEST_CASE("the parts written alone are each to_json's dump()") {
+    Snapshot a = test::full_snapshot();
+    std::string text;
+    REQUIRE(append_snapshot_json(text, a));
+    CHECK(text == to_json(a).dump());
+
+    Snapshot b = a;
+    b.time += 2;
+    b.rdma[0].counters["port_rcv_data"] = 50;  // went down: a reset
+    b.interfaces[0].rx_bytes = 4'294'967'295ull + 20;
+    Rates r = compute_rates(a, b);
+    text.clear();
+    REQUIRE(append_rates_json(text, r));
+    CHECK(text == to_json(r).dump());
+    CHECK(text.find("\"reset\":true") != std::string::npos);
+
+    Profile p;
+    p.label = kLabelSlow;
+    p.confidence = 0.8333333333;
+    Reason reason;
+    reason.code = "fabric_congestion";
+    reason.subject = "mlx5_0/1";
+    reason.message = "CNPs \"at\" 12.5/s\ton\\ mlx5_0/1\n";
+    reason.evidence = {
+        {"cnp_per_s", 12.499999999999998}, {"threshold", 10.0},   {"huge", 1e300}, {"nan", std::nan("")},
+        {"port", std::string("mlx5_0/1")}, {"negative", -0.00004}};
+    reason.first_seen = 1795160401.9996;
+    p.reasons = {reason, reason};
+    p.unknown_reason = "no_counters";
+    text.clear();
+    REQUIRE(append_profile_json(text, p));
+    CHECK(text == to_json(p).dump());
+}
+
+TEST_CASE("awkward values: escapes, non-finite gauges, extremes, extra warnings and context") {
+    Snapshot s = test::full_snapshot();
+    s.host = "ctl\x01\x1f\"\\/\b\f\r";
+    s.warnings = {"a \"quoted\" warning", ""};
+    s.host_stats.load1 = std::numeric_limits<double>::infinity();
+    s.host_stats.load5 = std::nan("");
+    s.host_stats.load15 = -0.0;
+    s.gpus[0].power_w = 1e-300;
+    s.gpus[0].temperature_c = 5e20;
+    s.gpus[0].index = std::numeric_limits<int>::min();
+    s.collector_failures = {{"nvml", "timed out after 5.0 s"}, {"odd\tname", "x"}};
+    s.rdma[0].counters["max"] = std::numeric_limits<std::uint64_t>::max();
+    Profile p;
+    const std::vector<std::string> more = {"sinks: textfile: No space left", "second"};
+    Json context = Json::object();
+    context["detected_from"] = "another process's environment";
+    context["detected_from_pid"] = 4242L;
+    CHECK(check_line({s, nullptr, p, more, &context}));
+    CHECK(check_line({s, nullptr, p, {}, nullptr}));
+    const Json empty_context = Json::object();
+    CHECK(check_line({s, nullptr, p, more, &empty_context}));
+}
+
+TEST_CASE("UTF-8 text is written as dump() writes it; ill-formed UTF-8 is declined, as dump() throws") {
+    Snapshot s = test::full_snapshot();
+    Profile p;
+    p.label = kLabelSlow;
+    Reason reason;
+    reason.code = "job_cgroup_io_pressure";
+    reason.message = "all its tasks stalled on I/O \xe2\x80\x94 input or checkpoint I/O";  // an em dash
+    p.reasons = {reason};
+    s.warnings = {"caf\xc3\xa9"};
+    CHECK(check_line({s, nullptr, p}));
+
+    std::string text;
+    s.rdma[0].hw_counters["\xff"] = 1;
+    CHECK_FALSE(append_snapshot_json(text, s));
+    CHECK_THROWS(to_json(s).dump());
+    s.rdma[0].hw_counters.erase("\xff");
+    s.warnings = {"cut \xe2\x80"};  // a sequence cut short
+    text.clear();
+    CHECK_FALSE(append_sample_line_json(text, {s, nullptr, p}));
+    s.warnings.clear();
+    text.clear();
+    CHECK(append_snapshot_json(text, s));
+}
