@@ -17,10 +17,10 @@
 #include "helper/text_output.h"
 #include "helper/thresholds_option.h"
 #include "libstallscope/model/snapshot_json.h"
+#include "libstallscope/model/snapshot_json_text.h"
 #include "libstallscope/rules/profiler.h"
 #include "libstallscope/sources/nccl/nccl_tests.h"
 #include "libstallscope/sources/sampler.h"
-#include "libstallscope/timeline/json_text.h"
 #include "libstallscope/util/counter_file.h"
 #include "libstallscope/util/parse_number.h"
 #include "libstallscope/util/roots.h"
@@ -124,20 +124,24 @@ int run_sample(int argc, char** argv, int first) {
         const bool detected = snap.context.scheduler == "slurm" && !own_job_context;
         if (detected && detected_pid < 0) detected_pid = pid_naming_job(roots.procfs, snap.context.job_id);
         if (json) {
-            Json out = to_json(snap);
-            if (const Rates* rates = profiler.last_rates()) out["rates"] = to_json(*rates);
-            out["profile"] = to_json(profile);
-            for (const auto& w : sink_warnings) out["warnings"].push_back(w);
+            Json more_context;  // null unless the job was detected in another process's environment
             if (detected) {
-                out["context"]["detected_from"] = "another process's environment";
-                if (detected_pid > 0) out["context"]["detected_from_pid"] = detected_pid;
+                more_context = Json::object();
+                more_context["detected_from"] = "another process's environment";
+                if (detected_pid > 0) more_context["detected_from_pid"] = detected_pid;
             }
-            // Periodic: exactly one single-line object per sample (machine-friendly); one-shot: indented.
-            // The compact text through append_compact_json (dump()'s bytes, cheaper), its buffer reused.
+            const SampleLine line{snap, profiler.last_rates(), profile, sink_warnings,
+                                  detected ? &more_context : nullptr};
+            // Periodic: exactly one single-line object per sample (machine-friendly), written from the
+            // structs (append_sample_line_json: the tree's dump() bytes, without the tree) into a buffer
+            // kept between samples; one-shot, or a line that writer cannot promise (non-ASCII): the tree.
             text.clear();
-            if (!periodic || !append_compact_json(text, out)) text = periodic ? out.dump() : out.dump(2);
+            if (!periodic || !append_sample_line_json(text, line)) {
+                const Json out = sample_line_to_json(line);
+                text = periodic ? out.dump() : out.dump(2);
+            }
+            text.push_back('\n');
             std::fwrite(text.data(), 1, text.size(), stdout);
-            std::fputc('\n', stdout);
         } else if (periodic) {
             // Every sample gets its time; a warning is printed once, then again only when the set changes.
             std::vector<std::string> current = snap.warnings;
