@@ -1,8 +1,11 @@
 #include "libstallscope/timeline/json_text.h"
 
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
 #include <nlohmann/detail/conversions/to_chars.hpp>
 
 namespace stallscope {
@@ -35,88 +38,120 @@ std::size_t utf8_sequence_length(const char* p, const char* end) {
     return n;
 }
 
-// nlohmann's dump_escaped with ensure_ascii off: the short escapes, \u00xx (lower-case hex) for other
-// control characters, well-formed UTF-8 and everything else as is. False on ill-formed UTF-8, where
-// dump() throws (the rules' messages hold an em dash, so UTF-8 is the common case, not the odd one).
-bool append_escaped(std::string& out, std::string_view s) {
-    static constexpr char kHex[] = "0123456789abcdef";
-    out.push_back('"');
-    const char* run = s.data();  // the plain characters since the last escape, appended in one go
-    const char* const end = s.data() + s.size();
-    for (const char* p = run; p != end; ++p) {
-        const auto c = static_cast<unsigned char>(*p);
-        if (c >= 0x20 && c != '"' && c != '\\' && c < 0x80) continue;
-        if (c >= 0x80) {
-            const std::size_t n = utf8_sequence_length(p, end);
-            if (n == 0) return false;
-            p += n - 1;  // the sequence stays in the run
-            continue;
-        }
-        out.append(run, p);
-        run = p + 1;
-        switch (c) {
-            case '\b':
-                out.append("\\b");
-                break;
-            case '\t':
-                out.append("\\t");
-                break;
-            case '\n':
-                out.append("\\n");
-                break;
-            case '\f':
-                out.append("\\f");
-                break;
-            case '\r':
-                out.append("\\r");
-                break;
-            case '"':
-                out.append("\\\"");
-                break;
-            case '\\':
-                out.append("\\\\");
-                break;
-            default:
-                out.append("\\u00");
-                out.push_back(kHex[c >> 4]);
-                out.push_back(kHex[c & 15]);
-        }
-    }
-    out.append(run, end);
-    out.push_back('"');
-    return true;
-}
+// The bytes a string copies as they are: printable ASCII but the quote and the backslash. Everything else
+// is an escape or the start of a multi-byte sequence.
+constexpr std::array<bool, 256> kPlain = [] {
+    std::array<bool, 256> plain{};
+    for (int c = 0x20; c < 0x80; ++c) plain[static_cast<std::size_t>(c)] = c != '"' && c != '\\';
+    return plain;
+}();
 
-template <typename Integer>
-void append_integer(std::string& out, Integer v) {
-    char buf[24];
-    const auto r = std::to_chars(buf, buf + sizeof buf, v);
-    out.append(buf, r.ptr);
+// Whether the 8 bytes at p are all plain, a word at a time (counter names and keys are mostly plain, and
+// the byte loop was most of the line writer's time): no byte with the high bit, none below 0x20, no quote,
+// no backslash. Each test is exact about "any byte" (the classic has-zero / has-less bit tricks).
+bool eight_plain(const char* p) {
+    std::uint64_t x;
+    std::memcpy(&x, p, sizeof x);
+    constexpr std::uint64_t kOnes = 0x0101010101010101ull, kHighs = 0x8080808080808080ull;
+    const auto has_zero = [](std::uint64_t v) { return (v - kOnes) & ~v & kHighs; };
+    const std::uint64_t special = (x & kHighs) | ((x - 0x20 * kOnes) & ~x & kHighs) |
+                                  has_zero(x ^ (kOnes * '"')) | has_zero(x ^ (kOnes * '\\'));
+    return special == 0;
 }
 
 }  // namespace
 
-bool append_compact_string(std::string& out, std::string_view s) {
-    return append_escaped(out, s);
-}
-
-void append_compact_float(std::string& out, double v) {
-    if (!std::isfinite(v)) {
-        out.append("null");
-        return;
+// nlohmann's dump_escaped with ensure_ascii off: the short escapes, \u00xx (lower-case hex) for other
+// control characters, well-formed UTF-8 and everything else as is. nullptr on ill-formed UTF-8, where
+// dump() throws (the rules' messages hold an em dash, so UTF-8 is the common case, not the odd one).
+char* write_compact_string(char* out, std::string_view s) {
+    static constexpr char kHex[] = "0123456789abcdef";
+    *out++ = '"';
+    const char* run = s.data();  // the plain characters since the last escape, copied in one go
+    const char* const end = s.data() + s.size();
+    const auto flush = [&](const char* upto) {
+        std::memcpy(out, run, static_cast<std::size_t>(upto - run));
+        out += upto - run;
+    };
+    for (const char* p = run; p != end; ++p) {
+        while (end - p >= 8 && eight_plain(p)) p += 8;
+        if (p == end) break;
+        const auto c = static_cast<unsigned char>(*p);
+        if (kPlain[c]) continue;
+        if (c >= 0x80) {
+            const std::size_t n = utf8_sequence_length(p, end);
+            if (n == 0) return nullptr;
+            p += n - 1;  // the sequence stays in the run
+            continue;
+        }
+        flush(p);
+        run = p + 1;
+        *out++ = '\\';
+        switch (c) {
+            case '\b':
+                *out++ = 'b';
+                break;
+            case '\t':
+                *out++ = 't';
+                break;
+            case '\n':
+                *out++ = 'n';
+                break;
+            case '\f':
+                *out++ = 'f';
+                break;
+            case '\r':
+                *out++ = 'r';
+                break;
+            case '"':
+            case '\\':
+                *out++ = static_cast<char>(c);
+                break;
+            default:
+                std::memcpy(out, "u00", 3);
+                out[3] = kHex[c >> 4];
+                out[4] = kHex[c & 15];
+                out += 5;
+        }
     }
-    char buf[64];
-    const char* end = nlohmann::detail::to_chars(buf, buf + sizeof buf, v);
-    out.append(buf, static_cast<std::size_t>(end - buf));
+    flush(end);
+    *out++ = '"';
+    return out;
 }
 
-void append_compact_int(std::string& out, std::int64_t v) {
-    append_integer(out, v);
+char* write_compact_float(char* out, double v) {
+    if (!std::isfinite(v)) {
+        std::memcpy(out, "null", 4);
+        return out + 4;
+    }
+    return nlohmann::detail::to_chars(out, out + kMaxCompactNumberChars, v);
 }
 
-void append_compact_uint(std::string& out, std::uint64_t v) {
-    append_integer(out, v);
+char* write_compact_int(char* out, std::int64_t v) {
+    return std::to_chars(out, out + kMaxCompactNumberChars, v).ptr;
 }
+
+char* write_compact_uint(char* out, std::uint64_t v) {
+    return std::to_chars(out, out + kMaxCompactNumberChars, v).ptr;
+}
+
+namespace {
+
+bool append_escaped(std::string& out, std::string_view s) {
+    const std::size_t old = out.size();
+    out.resize(old + max_compact_string_chars(s));
+    char* const end = write_compact_string(out.data() + old, s);
+    out.resize(end ? static_cast<std::size_t>(end - out.data()) : old);
+    return end != nullptr;
+}
+
+template <typename Write, typename T>
+void append_number(std::string& out, Write write, T v) {
+    char buf[kMaxCompactNumberChars];
+    out.append(buf, static_cast<std::size_t>(write(buf, v) - buf));
+}
+
+}  // namespace
 
 bool append_compact_json(std::string& out, const Json& value) {
     switch (value.type()) {
@@ -151,13 +186,13 @@ bool append_compact_json(std::string& out, const Json& value) {
             out.append(value.get<bool>() ? "true" : "false");
             return true;
         case Json::value_t::number_integer:
-            append_integer(out, value.get<std::int64_t>());
+            append_number(out, write_compact_int, value.get<std::int64_t>());
             return true;
         case Json::value_t::number_unsigned:
-            append_integer(out, value.get<std::uint64_t>());
+            append_number(out, write_compact_uint, value.get<std::uint64_t>());
             return true;
         case Json::value_t::number_float:
-            append_compact_float(out, value.get<double>());
+            append_number(out, write_compact_float, value.get<double>());
             return true;
         case Json::value_t::null:
             out.append("null");

@@ -3,6 +3,7 @@
 // tenth of its CPU.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -17,12 +18,18 @@ namespace stallscope {
 bool append_compact_json(std::string& out, const Json& value);
 
 // The scalars as append_compact_json (and dump()) writes them, for writers that produce the same text
-// from plain structs without building a tree (snapshot_json_text.h).
-// A string, quoted and escaped; false (nothing sure about `out`) when it is not well-formed UTF-8.
-bool append_compact_string(std::string& out, std::string_view s);
+// from plain structs without building a tree (snapshot_json_text.h). Each writes at `out`, which must have
+// room for what it may write, and returns the end of what it wrote.
+constexpr std::size_t kMaxCompactNumberChars = 32;  // any number below, with its sign (at most 25)
+// A string, quoted and escaped: room for max_compact_string_chars(s). nullptr (and nothing sure about
+// what was written) when it is not well-formed UTF-8, where dump() throws.
+char* write_compact_string(char* out, std::string_view s);
+constexpr std::size_t max_compact_string_chars(std::string_view s) {
+    return 6 * s.size() + 2;  // every byte a \u00xx escape, and the quotes
+}
 // number_float: shortest round-trip digits ("1.0", "2.5e-05"); "null" when not finite.
-void append_compact_float(std::string& out, double v);
-void append_compact_int(std::string& out, std::int64_t v);    // number_integer
-void append_compact_uint(std::string& out, std::uint64_t v);  // number_unsigned
+char* write_compact_float(char* out, double v);
+char* write_compact_int(char* out, std::int64_t v);    // number_integer
+char* write_compact_uint(char* out, std::uint64_t v);  // number_unsigned
 
 }  // namespace stallscope

@@ -74,6 +74,28 @@ TEST_CASE("ill-formed UTF-8 is declined exactly where dump() throws") {
     CHECK(declined > 2000);
 }
 
+// Strings of 8 bytes and more are scanned a word at a time: every byte value at every position of a
+// 17-byte string, so each lane of two words and the tail are checked.
+TEST_CASE("every byte at every position of a longer string: dump()'s text, or declined where it throws") {
+    std::size_t written = 0, declined = 0;
+    for (int c = 0; c < 256; ++c)
+        for (std::size_t at = 0; at < 17; ++at) {
+            std::string text = "counter_name_abcd";
+            text[at] = static_cast<char>(c);
+            const Json j = text;
+            std::string out;
+            if (append_compact_json(out, j)) {
+                ++written;
+                CHECK(out == j.dump());
+            } else {
+                ++declined;
+                CHECK_THROWS(j.dump());
+            }
+        }
+    CHECK(written == 128 * 17);   // ASCII, escaped or not
+    CHECK(declined == 128 * 17);  // a lone byte >= 0x80 is never well-formed
+}
+
 TEST_CASE("binary values are left to dump()") {
     std::string out;
     CHECK_FALSE(append_compact_json(out, Json::binary({1, 2})));
