@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -60,6 +61,19 @@ long pid_naming_job(const std::string& procfs, const std::string& job_id) {
         }
     }
     return 0;
+}
+
+// One write(2) for the whole line (stdio split a ~50 KB line into three: its buffer, then the rest), so
+// a reader of the pipe gets whole lines at once. A failed write is ignored as fwrite's was (SIGPIPE ends
+// the process when the reader goes).
+void write_line(const std::string& line) {
+    std::fflush(stdout);
+    for (std::size_t done = 0; done < line.size();) {
+        const ssize_t n = ::write(STDOUT_FILENO, line.data() + done, line.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return;
+        done += static_cast<std::size_t>(n);
+    }
 }
 
 }  // namespace
@@ -141,7 +155,7 @@ int run_sample(int argc, char** argv, int first) {
                 text = periodic ? out.dump() : out.dump(2);
             }
             text.push_back('\n');
-            std::fwrite(text.data(), 1, text.size(), stdout);
+            write_line(text);
         } else if (periodic) {
             // Every sample gets its time; a warning is printed once, then again only when the set changes.
             std::vector<std::string> current = snap.warnings;
