@@ -6,6 +6,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <string>
@@ -122,7 +123,7 @@ Cost paced_scrape_cost(NodeExporter& exporter, double interval, int min_scrapes,
     return cost;
 }
 
-Cost paced_floor_cost(const std::vector<std::string>& files, double interval, int iterations) {
+Cost floor_cost(const std::vector<std::string>& files, int iterations, double interval) {
     std::vector<int> fds;
     for (const auto& f : files)
         if (int fd = ::open(f.c_str(), O_RDONLY | O_CLOEXEC); fd >= 0) fds.push_back(fd);
@@ -130,14 +131,17 @@ Cost paced_floor_cost(const std::vector<std::string>& files, double interval, in
     cost.files = fds.size();
     char buf[4096];
     volatile std::size_t sink = 0;
-    // The whole loop's CPU, its sleeps' system calls and wake-ups included, as the CLI's is counted.
+    const long long reads = read_syscalls("self");
+    // The whole loop's CPU, the sleeps' system calls and wake-ups included, as the CLI's is counted.
     const double start = cpu_seconds();
     Cadence cadence(interval);
     for (int i = 0; i < iterations && !g_interrupted; ++i, ++cost.count) {
-        if (i > 0) cadence.wait();
+        if (i > 0 && interval > 0) cadence.wait();
         for (int fd : fds) sink = sink + static_cast<std::size_t>(::pread(fd, buf, sizeof buf, 0));
     }
-    cost.cpu = cost.count > 0 ? (cpu_seconds() - start) / static_cast<double>(cost.count) : -1;
+    const double n = static_cast<double>(std::max(1L, cost.count));
+    cost.cpu = (cpu_seconds() - start) / n;
+    if (reads >= 0) cost.reads = static_cast<double>(read_syscalls("self") - reads) / n;
     for (int fd : fds) ::close(fd);
     return cost;
 }

@@ -34,9 +34,10 @@ CliCost cli_json_cost(const std::string& binary, const std::string& tree, int sh
 // after an overrun), over >= min_scrapes scrapes and >= 200 clock ticks of its CPU; cpu < 0 on failure.
 Cost paced_scrape_cost(NodeExporter& exporter, double interval, int min_scrapes, std::string& error);
 
-// The pread floor (every file pread once into a stack buffer, no parsing) at the same cadence: this
-// process's CPU per round (the sleeps' system calls and wake-ups included, as in the CLI's figure). What
-// the kernel's reads cost when the caches are cold.
-Cost paced_floor_cost(const std::vector<std::string>& files, double interval, int iterations);
+// The pread floor: every file of `files` opened once, then pread into a stack buffer per round, no
+// parsing; this process's CPU per round. interval 0: back to back; else one round every `interval`
+// seconds, the sleeps' system calls and wake-ups counted as in the CLI's figure: what the kernel's reads
+// cost when the caches are cold.
+Cost floor_cost(const std::vector<std::string>& files, int iterations, double interval = 0);
 
 }  // namespace stallscope::bench

@@ -157,24 +157,6 @@ std::string build_big_node(const std::string& from, const std::string& root, int
 // ---------------------------------------------------------------------------------------------------
 // stallscope and the floor.
 
-Cost floor_cost(const std::vector<std::string>& files, int iterations) {
-    std::vector<int> fds;
-    for (const auto& f : files)
-        if (int fd = open(f.c_str(), O_RDONLY | O_CLOEXEC); fd >= 0) fds.push_back(fd);
-    Cost cost;
-    cost.files = fds.size();
-    char buf[4096];
-    volatile std::size_t sink = 0;
-    const long long reads = read_syscalls("self");
-    const double start = cpu_seconds();
-    for (int i = 0; i < iterations; ++i)
-        for (int fd : fds) sink = sink + static_cast<std::size_t>(pread(fd, buf, sizeof buf, 0));
-    cost.cpu = (cpu_seconds() - start) / iterations;
-    if (reads >= 0) cost.reads = static_cast<double>(read_syscalls("self") - reads) / iterations;
-    for (int fd : fds) close(fd);
-    return cost;
-}
-
 Cost sampler_cost(Sampler& sampler, int iterations, double& clock) {
     const long long reads = read_syscalls("self");
     const double start = cpu_seconds();
@@ -376,7 +358,7 @@ int main(int argc, char** argv) {
         if (round == 0 || f.cpu < floor.cpu) floor = f;
         if (round == 0 || s.cpu < ours.cpu) ours = s;
         if (round == 0 || p.cpu < path.cpu) path = p;
-        const Cost pf = paced_floor_cost(files, kCliIntervalSeconds, paced_iterations);
+        const Cost pf = floor_cost(files, paced_iterations, kCliIntervalSeconds);
         paced_floor_rounds.push_back(pf);
         if (round == 0 || pf.cpu < paced_floor.cpu) paced_floor = pf;
         if (!skipped.empty()) continue;
