@@ -18,17 +18,16 @@ class ReplayVisitor final : public TimelineVisitor {
 
     void header(const Json& h) override { out_.header = h; }
     void verdict(const Json& v) override { out_.recorded_verdict = v; }
-    void sample(Snapshot&& snapshot) override { take(std::move(snapshot)); }
-    // A v2 reader lends its kept sample: copy-assigned into the profiler's previous one, whose maps and
-    // vectors are reused, instead of a fresh copy per sample.
+    // Neither sample is kept by the profiler (it keeps their counters for the rates): an owned one lives
+    // here until the observer saw it, a lent one (v2 reader) is not copied at all.
+    void sample(Snapshot&& snapshot) override { take(snapshot); }
     void sample_view(const Snapshot& snapshot) override { take(snapshot); }
 
-    template <typename S>
-    void take(S&& snapshot) {
+    void take(const Snapshot& snapshot) {
         if (!profiler_) profiler_ = std::make_unique<Profiler>(choose_thresholds());
         if (!out_.first_sample) out_.first_sample = snapshot;
-        profiler_->observe(std::forward<S>(snapshot));  // moved in, or copy-assigned into its previous
-        if (observer_) observer_(*profiler_->last_sample(), profiler_->last_rates());
+        profiler_->observe_view(snapshot);
+        if (observer_) observer_(snapshot, profiler_->last_rates());
         if (++out_.samples % 100000 == 0 && progress_)
             std::fprintf(stderr, "\r%s: %zu samples", path_.c_str(), out_.samples);
     }

@@ -21,8 +21,10 @@ class NcclPeerNames;
 
 struct RuleInput {
     const Snapshot& cur;
-    const Snapshot* prev;  // nullptr on the first sample
-    const Rates* rates;    // nullptr on the first sample: delta rules stay silent
+    // The previous sample when the profiler kept it (nullptr on the first sample, and always after
+    // Profiler::observe_view): rules judge change through `rates`, never through this.
+    const Snapshot* prev;
+    const Rates* rates;  // nullptr on the first sample: delta rules stay silent
     const Thresholds& t;
     const NcclPeerNames* peer_names = nullptr;  // host names of NCCL peers learned so far (the Profiler's)
 };

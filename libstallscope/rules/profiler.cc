@@ -54,11 +54,11 @@ Finding delta_rules_pending() {
 Profiler::Profiler(Thresholds t) : t_(t) {}
 
 const Snapshot* Profiler::last_sample() const {
-    return previous_ ? &*previous_ : nullptr;
+    return last_ ? &*last_ : nullptr;
 }
 
 const Rates* Profiler::last_rates() const {
-    return rates_ ? &*rates_ : nullptr;
+    return rates_.rates();
 }
 
 void Profiler::run_rules(const RuleInput& in, std::vector<Finding>& out) {
@@ -105,25 +105,29 @@ void Profiler::run_rules(const RuleInput& in, std::vector<Finding>& out) {
 
 Profile Profiler::observe(const Snapshot& s) {
     Profile p = profile(s);
-    previous_ = s;
+    last_ = s;
     return p;
 }
 
 Profile Profiler::observe(Snapshot&& s) {
     Profile p = profile(s);
-    previous_ = std::move(s);
+    last_ = std::move(s);
     return p;
 }
 
+Profile Profiler::observe_view(const Snapshot& s) {
+    last_.reset();  // before profiling: the rules see no previous sample they could hold on to
+    return profile(s);
+}
+
 Profile Profiler::profile(const Snapshot& s) {
-    const double interval = previous_ && s.time > previous_->time ? s.time - previous_->time : 0;
-    if (previous_) {  // into the same Rates every sample: rewritten in place, no allocation when steady
-        if (!rates_) rates_.emplace();
-        compute_rates_into(*rates_, *previous_, s);
-    }
-    const Rates* rates = rates_ ? &*rates_ : nullptr;
+    const bool first = !rates_.has_previous();
+    const double previous_time = rates_.previous_time();
+    const double interval = !first && s.time > previous_time ? s.time - previous_time : 0;
+    // Into the same Rates every sample: rewritten in place, no allocation while the layout holds.
+    const Rates* rates = rates_.update(s);
     if (!s.nccl.empty()) peer_names_.learn(s);
-    const RuleInput in{s, previous_ ? &*previous_ : nullptr, rates, t_, &peer_names_};
+    const RuleInput in{s, last_ ? &*last_ : nullptr, rates, t_, &peer_names_};
 
     std::vector<Finding>& findings = findings_;
     run_rules(in, findings);
@@ -154,7 +158,7 @@ Profile Profiler::profile(const Snapshot& s) {
     if (worst == 0 && !counters) {
         worst = 1;
         unknown = "no_counters: the sample holds no GPU, RDMA, interface or host data";
-    } else if (worst == 0 && !previous_) {
+    } else if (worst == 0 && first) {
         // Gauges alone cannot say FAST: loss, PFC, ECC and OOM kills are deltas (--help: "UNKNOWN (not
         // enough data: first sample ...)"). Positive evidence on the first sample still labels it.
         worst = 1;
@@ -207,7 +211,7 @@ Profile Profiler::profile(const Snapshot& s) {
     verdict_.add(outcome);
 
     for (Finding& f : findings) p.reasons.push_back(std::move(f.reason));
-    if (!previous_) {
+    if (first) {
         Finding pending = delta_rules_pending();
         pending.reason.first_seen = s.time;
         p.reasons.push_back(std::move(pending.reason));

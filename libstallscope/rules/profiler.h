@@ -6,6 +6,7 @@
 
 #include "libstallscope/model/profile.h"
 #include "libstallscope/model/rates.h"
+#include "libstallscope/model/rates_tracker.h"
 #include "libstallscope/model/snapshot.h"
 #include "libstallscope/rules/fabric_rules.h"
 #include "libstallscope/rules/gpu_window_rules.h"
@@ -21,13 +22,17 @@ class Profiler {
   public:
     explicit Profiler(Thresholds t = {});
 
-    // Profiles one sample. Rates are computed against the previously observed snapshot; delta rules
-    // apply from the second sample on (the first sample says so in an info reason). The sample is kept
-    // for the next call: pass it as an rvalue to have it moved there rather than deep-copied (thousands
-    // of counters on a big node), then read it back through last_sample().
+    // Profiles one sample. Rates are computed against the previously observed sample (its counters are
+    // kept, not the sample: RatesTracker); delta rules apply from the second sample on (the first sample
+    // says so in an info reason). observe() also keeps the sample itself for last_sample(): pass it as an
+    // rvalue to have it moved there rather than deep-copied (thousands of counters on a big node).
+    // observe_view() keeps nothing of the sample but its counters: for a caller that holds the sample
+    // anyway (replay of a v2 timeline, whose reader lends one it updates in place); last_sample() is
+    // nullptr after it. All three give the same profiles and verdict.
     Profile observe(const Snapshot& s);
     Profile observe(Snapshot&& s);
-    const Snapshot* last_sample() const;  // the sample last observed; nullptr before the first
+    Profile observe_view(const Snapshot& s);
+    const Snapshot* last_sample() const;  // the sample last observed and kept; nullptr before the first
     const Rates* last_rates() const;      // nullptr before the 2nd sample
     StepVerdict verdict() const;          // whole-step verdict over everything observed so far
     const Thresholds& thresholds() const { return t_; }
@@ -37,8 +42,8 @@ class Profiler {
     Profile profile(const Snapshot& s);  // observe() without keeping `s`
 
     Thresholds t_;
-    std::optional<Snapshot> previous_;
-    std::optional<Rates> rates_;
+    std::optional<Snapshot> last_;  // kept by observe(), not by observe_view()
+    RatesTracker rates_;
     // Rules that keep a window of history.
     PortStateRule port_state_;
     PfcRule pfc_;

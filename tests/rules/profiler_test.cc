@@ -201,3 +201,22 @@ TEST_CASE("replaying snapshots read back from JSON gives the same verdict as liv
     CHECK(to_json(live.verdict()).dump() == to_json(replay.verdict()).dump());
     CHECK(live.verdict().reasons.at(0).reason.code == "gpu_thermal_throttle");
 }
+
+TEST_CASE("observe_view keeps no sample yet profiles exactly as observe does, RDMA loss included") {
+    Profiler kept, viewed;
+    Snapshot lent;  // one sample updated in place, as the v2 reader lends it
+    for (int i = 0; i <= 8; ++i) {
+        Snapshot s = healthy(i * 10);
+        s.rdma[0].hw_counters["out_of_sequence"] = i >= 5 ? 100'000u * i : 0u;  // loss from the 6th on
+        if (i == 6) s.rdma[0].hw_counters["out_of_sequence"].reset();           // unreadable once
+        lent = s;
+        const Profile a = kept.observe(s);
+        const Profile b = viewed.observe_view(lent);
+        CHECK(to_json(a).dump() == to_json(b).dump());
+        CHECK(viewed.last_sample() == nullptr);
+        REQUIRE((kept.last_rates() != nullptr) == (i > 0));
+        if (i > 0) CHECK(to_json(*kept.last_rates()).dump() == to_json(*viewed.last_rates()).dump());
+    }
+    CHECK(to_json(kept.verdict()).dump() == to_json(viewed.verdict()).dump());
+    CHECK(kept.verdict().label == kLabelFailRisk);
+}

@@ -1,0 +1,242 @@
+#include "libstallscope/model/rates_tracker.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "libstallscope/model/rates_fields.h"
+
+namespace stallscope {
+namespace {
+
+using Token = RatesTracker::Token;
+enum Kind : std::uint8_t { kCgroup, kList, kInterface, kRdma, kMap, kGpu, kLink };
+
+// Name equality by 8-byte words (names are 8-40 bytes and nearly always equal): see rates.cc.
+inline std::uint64_t load8(const char* p) {
+    std::uint64_t v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+}
+
+inline bool same(std::string_view a, std::string_view b) {
+    const std::size_t n = a.size();
+    if (n != b.size()) return false;
+    if (n < 8) return a == b;
+    for (std::size_t i = 0; i + 8 <= n; i += 8)
+        if (load8(a.data() + i) != load8(b.data() + i)) return false;
+    return load8(a.data() + n - 8) == load8(b.data() + n - 8);
+}
+
+// Every counter compute_rates compares, in one fixed order, with the structure that decides which
+// counter is which. A visitor has token(kind, text, number) -> bool (false stops the walk),
+// field(name, const Counter*) for a struct's counter and named(name, const Counter&) -> bool for a map's.
+template <class V>
+bool walk(const Snapshot& s, V& v) {
+    using namespace rates_fields;
+    for (const auto& f : host_fields()) v.field(f.name, f.get(s.host_stats));
+    const JobCgroup* job = s.job_cgroup ? &*s.job_cgroup : nullptr;
+    if (!v.token(kCgroup, job ? std::string_view(job->path) : std::string_view(), job ? 1 : 0)) return false;
+    if (job)
+        for (const auto& f : cgroup_fields()) v.field(f.name, f.get(*job));
+    if (!v.token(kList, {}, static_cast<std::int64_t>(s.interfaces.size()))) return false;
+    for (const NetInterface& i : s.interfaces) {
+        if (!v.token(kInterface, i.name, static_cast<std::int64_t>(i.pause.size()))) return false;
+        for (const auto& f : interface_fields()) v.field(f.name, f.get(i));  // fields first: a pause
+        for (const auto& [name, c] : i.pause)  // counter of the same name then overwrites, as in rates.cc
+            if (!v.named(name, c)) return false;
+    }
+    if (!v.token(kList, {}, static_cast<std::int64_t>(s.rdma.size()))) return false;
+    for (const RdmaPort& p : s.rdma) {
+        if (!v.token(kRdma, p.device, p.port)) return false;
+        if (!v.token(kMap, {}, static_cast<std::int64_t>(p.counters.size()))) return false;
+        for (const auto& [name, c] : p.counters)
+            if (!v.named(name, c)) return false;
+        if (!v.token(kMap, {}, static_cast<std::int64_t>(p.hw_counters.size()))) return false;
+        for (const auto& [name, c] : p.hw_counters)
+            if (!v.named(name, c)) return false;
+    }
+    if (!v.token(kList, {}, static_cast<std::int64_t>(s.gpus.size()))) return false;
+    for (const Gpu& g : s.gpus) {
+        if (!v.token(kGpu, g.uuid, g.index)) return false;
+        if (!v.token(kLink, {}, g.interconnect ? 1 : 0)) return false;
+        for (const auto& f : gpu_fields()) v.field(f.name, f.get(g));
+    }
+    return true;
+}
+
+// Records the layout of a sample (views into it) and its values; notes entity keys for the twin check.
+struct LayoutBuilder {
+    std::vector<Token>& tokens;
+    std::vector<std::string_view>& names;
+    std::vector<Counter>& values;
+    std::vector<std::string> keys[3];  // interface names, port keys, GPU keys
+    bool token(std::uint8_t kind, std::string_view text, std::int64_t number) {
+        tokens.push_back(Token{kind, text, number});
+        if (kind == kInterface) keys[0].emplace_back(text);
+        if (kind == kRdma) keys[1].push_back(std::string(text) + "/" + std::to_string(number));
+        if (kind == kGpu)
+            keys[2].push_back(text.empty() ? "gpu" + std::to_string(number) : std::string(text));
+        return true;
+    }
+    void field(std::string_view, const Counter* c) {
+        names.emplace_back();
+        values.push_back(c ? *c : Counter{});
+    }
+    bool named(std::string_view name, const Counter& c) {
+        names.push_back(name);
+        values.push_back(c);
+        return true;
+    }
+    bool unique_keys() {
+        for (auto& k : keys) {
+            std::sort(k.begin(), k.end());
+            if (std::adjacent_find(k.begin(), k.end()) != k.end()) return false;
+        }
+        return true;
+    }
+};
+
+// Checks a sample against the layout (false at the first difference) and reads its values: the steady
+// state's only pass over the sample's maps.
+struct LayoutReader {
+    const std::vector<Token>& tokens;
+    const std::vector<std::string_view>& names;
+    std::vector<Counter>& values;
+    std::size_t t = 0, k = 0;
+    bool token(std::uint8_t kind, std::string_view text, std::int64_t number) {
+        if (t == tokens.size()) return false;
+        const Token& e = tokens[t++];
+        return e.kind == kind && e.number == number && same(e.text, text);
+    }
+    void field(std::string_view, const Counter* c) {
+        if (k < values.size()) values[k] = c ? *c : Counter{};
+        ++k;
+    }
+    bool named(std::string_view name, const Counter& c) {
+        if (k == values.size() || !same(names[k], name)) return false;
+        values[k++] = c;
+        return true;
+    }
+    bool complete() const { return t == tokens.size() && k == values.size(); }
+};
+
+// Writes kept values back into a copy of the layout's sample: the previous sample, for compute_rates.
+struct ValueWriter {
+    const std::vector<Counter>& values;
+    std::size_t k = 0;
+    bool token(std::uint8_t, std::string_view, std::int64_t) { return true; }
+    // The copy is ours and not const; the walk only hands out const pointers.
+    void field(std::string_view, const Counter* c) {
+        if (c) *const_cast<Counter*>(c) = values[k];
+        ++k;
+    }
+    bool named(std::string_view, const Counter& c) {
+        const_cast<Counter&>(c) = values[k++];
+        return true;
+    }
+};
+
+// Finds each counter's cell in a Rates computed for this layout (nullptr: no delta this interval).
+struct CellFinder {
+    Rates& rates;
+    std::vector<CounterDelta*>& cells;
+    DeltaRow* row = nullptr;
+    std::string key;
+    int maps_seen = 0;
+    static DeltaRow* find(DeltaTable& table, std::string_view entity) {
+        auto it = table.find(entity);
+        return it == table.end() ? nullptr : &it->second;
+    }
+    bool token(std::uint8_t kind, std::string_view text, std::int64_t number) {
+        if (kind == kCgroup) row = number ? find(rates.host, "job_cgroup") : nullptr;
+        if (kind == kInterface) row = find(rates.interfaces, text);
+        if (kind == kRdma) key = std::string(text) + "/" + std::to_string(number), maps_seen = 0;
+        if (kind == kMap) row = find(maps_seen++ == 0 ? rates.rdma_counters : rates.rdma_hw_counters, key);
+        if (kind == kGpu)
+            row = find(rates.gpus, text.empty() ? "gpu" + std::to_string(number) : std::string(text));
+        return true;
+    }
+    void cell(std::string_view name) {
+        CounterDelta* found = nullptr;
+        if (row)
+            if (auto it = row->find(name); it != row->end()) found = &it->second;
+        cells.push_back(found);
+    }
+    void field(std::string_view name, const Counter*) { cell(name); }
+    bool named(std::string_view name, const Counter&) {
+        cell(name);
+        return true;
+    }
+};
+
+}  // namespace
+
+const Rates* RatesTracker::update(const Snapshot& current) {
+    const double dt = current.time - previous_time_;
+    if (has_previous_ && unique_keys_ && dt > 0) {
+        current_.resize(names_.size());  // already that size: no allocation
+        LayoutReader reader{tokens_, names_, current_};
+        if (walk(current, reader) && reader.complete()) {
+            bool same_cells = true;
+            for (std::size_t k = 0; k < cells_.size(); ++k) {
+                const Counter &a = previous_[k], &b = current_[k];
+                CounterDelta* cell = cells_[k];
+                if ((a && b) != (cell != nullptr)) {  // a counter turned null or back: other rows
+                    same_cells = false;
+                    break;
+                }
+                if (cell) counter_delta_into(*a, *b, dt, *cell);
+            }
+            if (same_cells) {
+                rates_.interval_seconds = dt;
+                previous_.swap(current_);
+                previous_time_ = current.time;
+                return &rates_;
+            }
+        }
+    }
+    rebuild(current, dt);
+    return rates();
+}
+
+void RatesTracker::rebuild(const Snapshot& current, double dt) {
+    ++rebuilds_;
+    if (has_previous_) {  // the previous sample again, as far as compute_rates reads it
+        Snapshot previous;
+        previous.time = previous_time_;
+        previous.host_stats = layout_.host_stats;
+        previous.job_cgroup = layout_.job_cgroup;
+        previous.interfaces = layout_.interfaces;
+        previous.rdma = layout_.rdma;
+        previous.gpus = layout_.gpus;
+        ValueWriter writer{previous_};
+        walk(previous, writer);
+        compute_rates_into(rates_, previous, current);
+        had_rates_ = true;
+    }
+    layout_.host_stats = current.host_stats;
+    layout_.job_cgroup = current.job_cgroup;
+    layout_.interfaces = current.interfaces;
+    layout_.rdma = current.rdma;
+    layout_.gpus = current.gpus;
+    tokens_.clear();
+    names_.clear();
+    previous_.clear();
+    LayoutBuilder builder{tokens_, names_, previous_};  // the new previous: this sample's values
+    walk(layout_, builder);
+    unique_keys_ = builder.unique_keys();
+    current_.assign(previous_.size(), Counter{});
+    cells_.clear();
+    if (had_rates_ && dt > 0) {
+        CellFinder finder{rates_, cells_};
+        finder.row = CellFinder::find(rates_.host, "host");  // the host's fields come before any token
+        walk(layout_, finder);
+    } else {
+        cells_.assign(names_.size(), nullptr);
+    }
+    has_previous_ = true;
+    previous_time_ = current.time;
+}
+
+}  // namespace stallscope

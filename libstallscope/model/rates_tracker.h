@@ -1,0 +1,58 @@
+// Rates from one sample to the next without keeping the previous Snapshot: what the profiler and replay
+// use, where compute_rates (rates.h) needs both samples whole.
+//
+// A Snapshot's counters sit in std::maps and per-entity structs; copying one to keep it as "previous"
+// (every map node, every name) cost more than computing the rates. The tracker keeps instead:
+//   - a layout: the counter-bearing parts of the last sample whose shape changed (entities, map names),
+//     flattened into tokens, so that each new sample is checked against it with one name compare per
+//     counter and no allocation;
+//   - the previous sample's counter values, a flat vector in layout order;
+//   - for every counter, the cell of Rates it writes (resolved once per layout).
+// When the shape or the set of comparable counters changes (an interface appears, a counter turns null,
+// a name is listed twice, the clock stands still), it falls back to compute_rates_into on a previous
+// sample rebuilt from the layout and the kept values: the same code, so the same Rates, by construction.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "libstallscope/model/rates.h"
+#include "libstallscope/model/snapshot.h"
+
+namespace stallscope {
+
+class RatesTracker {
+  public:
+    // Rates between the sample passed to the previous call and `current` (nullptr on the first call),
+    // then keeps `current`'s counters for the next. Equal to compute_rates(previous, current).
+    const Rates* update(const Snapshot& current);
+    const Rates* rates() const { return has_previous_ && had_rates_ ? &rates_ : nullptr; }
+    bool has_previous() const { return has_previous_; }
+    double previous_time() const { return previous_time_; }  // 0 before the first update
+    // How many updates took the rebuild path (layout or comparable set changed); for tests and benches.
+    std::uint64_t rebuilds() const { return rebuilds_; }
+
+    // One structural element of the layout: an entity, a list or map length, a presence flag.
+    struct Token {
+        std::uint8_t kind;
+        std::string_view text;  // into layout_ (or a static name): stable while the layout is
+        std::int64_t number;
+    };
+
+  private:
+    void rebuild(const Snapshot& current, double dt);
+
+    Snapshot layout_;  // counter-bearing parts of the sample the layout was taken from
+    std::vector<Token> tokens_;
+    std::vector<std::string_view> names_;  // per counter: its map name ("" for a struct field)
+    std::vector<Counter> previous_, current_;
+    std::vector<CounterDelta*> cells_;  // per counter: its cell in rates_, nullptr when not comparable
+    bool unique_keys_ = false;          // no entity listed twice (else compute_rates' rules for twins)
+    bool has_previous_ = false, had_rates_ = false;
+    double previous_time_ = 0;
+    std::uint64_t rebuilds_ = 0;
+    Rates rates_;
+};
+
+}  // namespace stallscope
