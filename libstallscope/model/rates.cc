@@ -41,9 +41,11 @@ inline bool same(std::string_view a, std::string_view b) {
 // a copy of the delta: no allocation, no tree rebalancing.
 
 struct RowWriter {
-    std::vector<DeltaRow::value_type>& v;
-    std::size_t w = 0;
+    DeltaRow& row;
     double dt;  // > 0
+    std::vector<DeltaRow::value_type>& v = row.storage();
+    std::size_t w = 0;
+    bool renamed = false;
     // The delta of one counter under `name` when both reads are present, written in place: inlined so
     // that it goes straight to the row (through a stack temporary, the 16-byte reload of fields just
     // written one by one stalled on store forwarding: half of this path's time in perf).
@@ -53,16 +55,18 @@ struct RowWriter {
     }
     [[gnu::always_inline]] void put(std::string_view name, const CounterDelta& d) { slot(name) = d; }
     bool finish() {
-        v.erase(v.begin() + static_cast<std::ptrdiff_t>(w), v.end());
+        if (w < v.size()) v.erase(v.begin() + static_cast<std::ptrdiff_t>(w), v.end()), renamed = true;
+        if (renamed || row.dirty()) row.reindex();  // the rules' index follows the names
         return w > 0;
     }
 
   private:
     [[gnu::always_inline]] CounterDelta& slot(std::string_view name) {
         if (w < v.size()) {
-            if (!same(v[w].first, name)) v[w].first.assign(name);
+            if (!same(v[w].first, name)) v[w].first.assign(name), renamed = true;
         } else {
             v.emplace_back(std::string(name), CounterDelta{});
+            renamed = true;
         }
         return v[w++].second;
     }
@@ -72,13 +76,13 @@ struct TableWriter {
     std::vector<DeltaTable::value_type>& v;
     std::size_t w = 0;
     // The row for `entity`, to be filled with a RowWriter; keep() it when it ended up non-empty.
-    std::vector<DeltaRow::value_type>& row(std::string_view entity) {
+    DeltaRow& row(std::string_view entity) {
         if (w < v.size()) {
             if (!same(v[w].first, entity)) v[w].first.assign(entity);
         } else {
             v.emplace_back(std::string(entity), DeltaRow{});
         }
-        return v[w].second.storage();
+        return v[w].second;
     }
     void keep(bool non_empty) { w += non_empty ? 1 : 0; }
     void finish() { v.erase(v.begin() + static_cast<std::ptrdiff_t>(w), v.end()); }
@@ -185,7 +189,7 @@ bool fast_interfaces(Rates& r, const Snapshot& p, const Snapshot& c, double dt) 
     if (!same_layout(r.scratch, p.interfaces, c.interfaces, name)) return false;
     TableWriter table{r.interfaces.storage()};
     for (const std::size_t i : r.scratch.order) {
-        RowWriter row{table.row(c.interfaces[i].name), 0, dt};
+        RowWriter row{table.row(c.interfaces[i].name), dt};
         write_merged(row, interface_fields(), p.interfaces[i], c.interfaces[i], p.interfaces[i].pause,
                      c.interfaces[i].pause);
         table.keep(row.finish());
@@ -199,10 +203,10 @@ bool fast_rdma(Rates& r, const Snapshot& p, const Snapshot& c, double dt) {
     TableWriter counters{r.rdma_counters.storage()}, hw{r.rdma_hw_counters.storage()};
     for (const std::size_t i : r.scratch.order) {
         const std::string& key = r.scratch.cur_keys[i];
-        RowWriter a{counters.row(key), 0, dt};
+        RowWriter a{counters.row(key), dt};
         write_map(a, p.rdma[i].counters, c.rdma[i].counters);
         counters.keep(a.finish());
-        RowWriter b{hw.row(key), 0, dt};
+        RowWriter b{hw.row(key), dt};
         write_map(b, p.rdma[i].hw_counters, c.rdma[i].hw_counters);
         hw.keep(b.finish());
     }
@@ -215,7 +219,7 @@ bool fast_gpus(Rates& r, const Snapshot& p, const Snapshot& c, double dt) {
     if (!same_layout(r.scratch, p.gpus, c.gpus, gpu_key_into)) return false;
     TableWriter table{r.gpus.storage()};
     for (const std::size_t i : r.scratch.order) {
-        RowWriter row{table.row(r.scratch.cur_keys[i]), 0, dt};
+        RowWriter row{table.row(r.scratch.cur_keys[i]), dt};
         write_fields(row, gpu_fields(), p.gpus[i], c.gpus[i]);
         table.keep(row.finish());
     }
@@ -225,12 +229,12 @@ bool fast_gpus(Rates& r, const Snapshot& p, const Snapshot& c, double dt) {
 
 void fast_host(Rates& r, const Snapshot& p, const Snapshot& c, double dt) {
     TableWriter table{r.host.storage()};  // "host" < "job_cgroup": already in table order
-    RowWriter host{table.row("host"), 0, dt};
+    RowWriter host{table.row("host"), dt};
     write_fields(host, host_fields(), p.host_stats, c.host_stats);
     table.keep(host.finish());
     // The job's cgroup, compared only within one cgroup path.
     if (p.job_cgroup && c.job_cgroup && p.job_cgroup->path == c.job_cgroup->path) {
-        RowWriter job{table.row("job_cgroup"), 0, dt};
+        RowWriter job{table.row("job_cgroup"), dt};
         write_fields(job, cgroup_fields(), *p.job_cgroup, *c.job_cgroup);
         table.keep(job.finish());
     }
@@ -290,6 +294,8 @@ void general(Rates& r, const Snapshot& previous, const Snapshot& current, double
     for (const auto& c : current.gpus)
         for (const auto& p : previous.gpus)
             if (gpu_key(p) == gpu_key(c)) put_fields(r.gpus, gpu_key(c), gpu_fields(), p, c, dt);
+    for (DeltaTable* t : {&r.host, &r.interfaces, &r.rdma_counters, &r.rdma_hw_counters, &r.gpus})
+        for (auto& [entity, row] : *t) row.reindex();
 }
 
 }  // namespace
@@ -309,6 +315,19 @@ void gpu_key_into(const Gpu& gpu, std::string& out) {
     const auto [end, ec] = std::to_chars(digits, digits + sizeof digits, gpu.index);
     out.assign("gpu");
     out.append(digits, end);
+}
+
+void DeltaRow::reindex() {
+    known_.fill(-1);
+    std::int32_t at = 0;
+    for (const auto& [name, delta] : *this) {
+        const auto* known = std::lower_bound(std::begin(kRuleCounterNames), std::end(kRuleCounterNames),
+                                             std::string_view(name));
+        if (known != std::end(kRuleCounterNames) && *known == name)
+            known_[static_cast<std::size_t>(known - std::begin(kRuleCounterNames))] = at;
+        ++at;
+    }
+    dirty_ = false;
 }
 
 const CounterDelta* Rates::find(const DeltaTable& table, std::string_view entity,

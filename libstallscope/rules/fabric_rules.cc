@@ -10,10 +10,9 @@ double per_s(double delta, const Rates& r) {
 }
 
 // The first of the named counters that has a delta (ports name their packet counter differently).
-std::optional<double> first_delta(const Rates& r, const DeltaTable& table, const std::string& key,
-                                  std::initializer_list<const char*> names) {
-    for (const char* n : names)
-        if (auto d = delta_of(r, table, key, n)) return static_cast<double>(d->delta);
+std::optional<double> first_delta(const DeltaRow* row, std::initializer_list<CounterName> names) {
+    for (const CounterName n : names)
+        if (auto d = delta_of(row, n)) return static_cast<double>(d->delta);
     return std::nullopt;
 }
 
@@ -44,9 +43,10 @@ void rdma_congestion_rule(const RuleInput& in, std::vector<Finding>& out) {
     const Rates& r = *in.rates;
     for (const auto& port : in.cur.rdma) {
         const std::string key = port.key();
-        const auto handled = sum_deltas(r.rdma_hw_counters, key, {"rp_cnp_handled"});
-        const auto marked = sum_deltas(r.rdma_hw_counters, key, {"np_ecn_marked_roce_packets"});
-        const auto sent = sum_deltas(r.rdma_hw_counters, key, {"np_cnp_sent"});
+        const DeltaRow* hw = delta_row(r.rdma_hw_counters, key);
+        const auto handled = sum_deltas(hw, {"rp_cnp_handled"});
+        const auto marked = sum_deltas(hw, {"np_ecn_marked_roce_packets"});
+        const auto sent = sum_deltas(hw, {"np_cnp_sent"});
         const double handled_s = per_s(handled.value_or(0), r);
         const double ecn_s = per_s(std::max(marked.value_or(0), sent.value_or(0)), r);
         const bool as_sender = handled && handled_s >= in.t.cnp_handled_per_s;
@@ -83,16 +83,16 @@ void rdma_loss_rule(const RuleInput& in, std::vector<Finding>& out) {
     const Rates& r = *in.rates;
     for (const auto& port : in.cur.rdma) {
         const std::string key = port.key();
-        const auto loss =
-            sum_deltas(r.rdma_hw_counters, key,
-                       {"out_of_sequence", "packet_seq_err", "duplicate_request", "implied_nak_seq_err"});
+        const DeltaRow* hw = delta_row(r.rdma_hw_counters, key);
+        static constexpr CounterName kLoss[] = {"out_of_sequence", "packet_seq_err", "duplicate_request",
+                                                "implied_nak_seq_err"};
+        const auto loss = sum_deltas(hw, {kLoss[0], kLoss[1], kLoss[2], kLoss[3]});
         if (!loss || *loss < in.t.rdma_loss_min_events || *loss <= 0) continue;
         const auto packets =
-            first_delta(r, r.rdma_counters, key, {"port_rcv_packets", "unicast_rcv_packets"});
+            first_delta(delta_row(r.rdma_counters, key), {"port_rcv_packets", "unicast_rcv_packets"});
         Evidence ev{{"loss_events", *loss}, {"interval_seconds", r.interval_seconds}};
-        for (const char* n :
-             {"out_of_sequence", "packet_seq_err", "duplicate_request", "implied_nak_seq_err"})
-            if (auto d = delta_of(r, r.rdma_hw_counters, key, n)) ev[n] = static_cast<double>(d->delta);
+        for (const CounterName n : kLoss)
+            if (auto d = delta_of(hw, n)) ev[std::string(n.name())] = static_cast<double>(d->delta);
         const char* label = nullptr;
         std::string msg;
         double score = 1;
@@ -136,7 +136,7 @@ void rdma_error_rule(const RuleInput& in, std::vector<Finding>& out) {
     const Rates& r = *in.rates;
     struct Check {
         const char* code;
-        std::vector<const char*> counters;
+        std::vector<CounterName> counters;
         const char* what;
     };
     static const Check checks[] = {
@@ -154,27 +154,23 @@ void rdma_error_rule(const RuleInput& in, std::vector<Finding>& out) {
     };
     for (const auto& port : in.cur.rdma) {
         const std::string key = port.key();
-        const auto row = r.rdma_hw_counters.find(key);
-        if (row == r.rdma_hw_counters.end())
-            continue;  // no hw counter moved or compared: nothing below fires
+        const DeltaRow* hw = delta_row(r.rdma_hw_counters, key);
+        if (!hw) continue;  // no hw counter moved or compared: nothing below fires
         for (const auto& c : checks) {
             // Summed first, evidence built only when it fires (most ports, most samples: no allocation).
             double n = 0;
-            for (const char* name : c.counters)
-                if (auto d = row->second.find(name); d != row->second.end() && !d->second.reset)
-                    n += static_cast<double>(d->second.delta);
+            for (const CounterName name : c.counters)
+                if (auto d = delta_of(hw, name)) n += static_cast<double>(d->delta);
             if (!(n > 0)) continue;
             Evidence ev{{"interval_seconds", r.interval_seconds}};
-            for (const char* name : c.counters)
-                if (auto d = delta_of(r, r.rdma_hw_counters, key, name))
-                    ev[name] = static_cast<double>(d->delta);
+            for (const CounterName name : c.counters)
+                if (auto d = delta_of(hw, name)) ev[std::string(name.name())] = static_cast<double>(d->delta);
             ev["events"] = n;
             out.push_back(make_finding(c.code, "fabric", "critical", kLabelFailRisk, key, SubjectKind::kPort,
                                        key + ": " + fmt_num(n) + " " + c.what, std::move(ev), 1 + n,
                                        "network"));
         }
-        if (auto rnr = sum_deltas(r.rdma_hw_counters, key, {"rnr_nak_retry_err"});
-            rnr && *rnr >= in.t.rnr_nak_min_events) {
+        if (auto rnr = sum_deltas(hw, {"rnr_nak_retry_err"}); rnr && *rnr >= in.t.rnr_nak_min_events) {
             Evidence ev{{"rnr_nak_retry_err", *rnr}, {"threshold", in.t.rnr_nak_min_events}};
             out.push_back(
                 make_finding("fabric_rnr_nak", "fabric", "warning", kLabelFailRisk, key, SubjectKind::kPort,
@@ -183,7 +179,7 @@ void rdma_error_rule(const RuleInput& in, std::vector<Finding>& out) {
                                  ") — a peer posts receives too slowly, retries are running out",
                              std::move(ev), *rnr / in.t.rnr_nak_min_events, "network"));
         }
-        if (auto oob = sum_deltas(r.rdma_hw_counters, key, {"out_of_buffer"})) {
+        if (auto oob = sum_deltas(hw, {"out_of_buffer"})) {
             const double rate = per_s(*oob, r);
             if (rate >= in.t.host_rx_discards_per_s && rate > 0) {
                 Evidence ev{{"out_of_buffer_per_s", rate}, {"threshold_per_s", in.t.host_rx_discards_per_s}};
@@ -203,8 +199,9 @@ void link_flap_rule(const RuleInput& in, std::vector<Finding>& out) {
     const Rates& r = *in.rates;
     for (const auto& port : in.cur.rdma) {
         const std::string key = port.key();
-        const auto downed = sum_deltas(r.rdma_counters, key, {"link_downed"});
-        const auto recovered = sum_deltas(r.rdma_counters, key, {"link_error_recovery"});
+        const DeltaRow* counters = delta_row(r.rdma_counters, key);
+        const auto downed = sum_deltas(counters, {"link_downed"});
+        const auto recovered = sum_deltas(counters, {"link_error_recovery"});
         std::optional<double> phy;
         if (!port.netdev.empty()) phy = sum_deltas(r.interfaces, port.netdev, {"link_down_events_phy"});
         const double n = downed.value_or(0) + recovered.value_or(0) + phy.value_or(0);
@@ -243,9 +240,10 @@ void interface_errors_rule(const RuleInput& in, std::vector<Finding>& out) {
     const bool node_has_rdma = !in.cur.rdma.empty();
     for (const auto& iface : in.cur.interfaces) {
         if (iface.name == "lo") continue;
-        const auto errors = sum_deltas(r.interfaces, iface.name, {"rx_errors", "tx_errors"});
-        const auto drops = sum_deltas(r.interfaces, iface.name, {"rx_dropped", "tx_dropped"});
-        const auto packets = sum_deltas(r.interfaces, iface.name, {"rx_packets", "tx_packets"});
+        const DeltaRow* row = delta_row(r.interfaces, iface.name);
+        const auto errors = sum_deltas(row, {"rx_errors", "tx_errors"});
+        const auto drops = sum_deltas(row, {"rx_dropped", "tx_dropped"});
+        const auto packets = sum_deltas(row, {"rx_packets", "tx_packets"});
         const double n = errors.value_or(0) + drops.value_or(0);
         if (n <= 0 || n < in.t.iface_min_events) continue;
         const double ppm = packets && *packets > 0 ? n / *packets * 1e6 : 1e6;

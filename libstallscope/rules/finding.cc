@@ -59,24 +59,34 @@ std::string_view gpu_key_view(const Gpu& gpu, std::string& buf) {
     return buf;
 }
 
-std::optional<CounterDelta> delta_of(const Rates& rates, const DeltaTable& table, std::string_view entity,
-                                     std::string_view counter) {
-    const CounterDelta* d = rates.find(table, entity, counter);
+const DeltaRow* delta_row(const DeltaTable& table, std::string_view entity) {
+    auto row = table.find(entity);
+    return row == table.end() ? nullptr : &row->second;
+}
+
+std::optional<CounterDelta> delta_of(const DeltaRow* row, CounterName counter) {
+    const CounterDelta* d = row ? row->cell(counter) : nullptr;
     if (!d || d->reset) return std::nullopt;
     return *d;
 }
 
-std::optional<double> sum_deltas(const DeltaTable& table, std::string_view entity,
-                                 std::initializer_list<const char*> counters) {
-    auto row = table.find(entity);
-    if (row == table.end()) return std::nullopt;
+std::optional<CounterDelta> delta_of(const Rates&, const DeltaTable& table, std::string_view entity,
+                                     CounterName counter) {
+    return delta_of(delta_row(table, entity), counter);
+}
+
+std::optional<double> sum_deltas(const DeltaRow* row, std::initializer_list<CounterName> counters) {
+    if (!row) return std::nullopt;
     std::optional<double> sum;
-    for (const char* name : counters) {
-        auto cell = row->second.find(name);
-        if (cell != row->second.end() && !cell->second.reset)
-            sum = sum.value_or(0) + static_cast<double>(cell->second.delta);
-    }
+    for (const CounterName name : counters)
+        if (const CounterDelta* d = row->cell(name); d && !d->reset)
+            sum = sum.value_or(0) + static_cast<double>(d->delta);
     return sum;
+}
+
+std::optional<double> sum_deltas(const DeltaTable& table, std::string_view entity,
+                                 std::initializer_list<CounterName> counters) {
+    return sum_deltas(delta_row(table, entity), counters);
 }
 
 int label_rank(const std::string& label) {

@@ -70,11 +70,17 @@ typename Map::mapped_type& entry(Map& map, std::string_view key) {
 // The delta of one counter in a Rates table, or nullopt. A counter that went down (reset: driver reload,
 // port reset, another device behind the same name) is treated as missing for that interval: what it
 // holds after a reset cannot be placed in time, and judging it would be judging a lifetime total.
+// Counters are named by CounterName (a string literal checked and indexed at compile time, rates.h).
 std::optional<CounterDelta> delta_of(const Rates& rates, const DeltaTable& table, std::string_view entity,
-                                     std::string_view counter);
+                                     CounterName counter);
+// The same in a row already found (nullptr: none).
+std::optional<CounterDelta> delta_of(const DeltaRow* row, CounterName counter);
+// The row of `entity` in `table`, nullptr when it has none.
+const DeltaRow* delta_row(const DeltaTable& table, std::string_view entity);
 // Sum of the deltas of the named counters that exist (nullopt when none of them exists).
 std::optional<double> sum_deltas(const DeltaTable& table, std::string_view entity,
-                                 std::initializer_list<const char*> counters);
+                                 std::initializer_list<CounterName> counters);
+std::optional<double> sum_deltas(const DeltaRow* row, std::initializer_list<CounterName> counters);
 
 // Label precedence: FAIL_RISK > SLOW > UNKNOWN > FAST (positive evidence beats missing data).
 int label_rank(const std::string& label);

@@ -147,7 +147,7 @@ void gpu_link_error_rule(const RuleInput& in, std::vector<Finding>& out) {
     for (const auto& g : in.cur.gpus) {
         if (!g.interconnect || !is_step_gpu(g, in.cur)) continue;
         const std::string_view key = gpu_key_view(g, buf);
-        auto delta = [&](const char* counter) -> std::uint64_t {
+        auto delta = [&](CounterName counter) -> std::uint64_t {
             const auto d = delta_of(*in.rates, in.rates->gpus, key, counter);
             return d ? d->delta : 0;
         };

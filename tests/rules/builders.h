@@ -101,6 +101,20 @@ std::vector<Finding> run_series(Rule& rule, const std::vector<Snapshot>& series,
     return out;
 }
 
+// Every row of `r` answers the rules' counters by index (DeltaRow::cell) as it does by name, and is
+// indexed: compute_rates leaves no row to fall back to a lookup by name each sample.
+inline bool rule_index_matches_names(const Rates& r) {
+    for (const DeltaTable* t : {&r.host, &r.interfaces, &r.rdma_counters, &r.rdma_hw_counters, &r.gpus})
+        for (const auto& [entity, row] : *t) {
+            if (row.dirty()) return false;
+            for (const CounterName n : CounterName::all()) {
+                const auto it = row.find(n.name());
+                if (row.cell(n) != (it == row.end() ? nullptr : &it->second)) return false;
+            }
+        }
+    return true;
+}
+
 inline double num(const Finding& f, const std::string& key) {
     auto it = f.reason.evidence.find(key);
     return it == f.reason.evidence.end() ? -1 : std::get<double>(it->second);

@@ -62,13 +62,22 @@ TEST_CASE("Rates reused across samples equal fresh ones while interfaces, ports 
     twice.interfaces.push_back(iface("ib0", 1));  // a name listed twice (garbage input)
     series.push_back(twice);
     series.push_back(node(8, 70));
-    series.push_back(node(9, 80));
+    Snapshot renamed = node(9, 80);  // same count of counters, one of them under another name
+    renamed.rdma[0].hw_counters.erase("np_cnp_sent");
+    renamed.rdma[0].hw_counters["np_ecn_marked_roce_packets"] = 9;
+    series.push_back(renamed);
+    series.push_back(node(10, 90));
+    Snapshot swapped = node(11, 100);  // a row reused for another entity with other counters
+    swapped.rdma[1].hw_counters = counters({{"out_of_sequence", 100}, {"rp_cnp_handled", 100}});
+    series.push_back(swapped);
+    series.push_back(node(12, 110));
 
     Rates reused;
     for (std::size_t i = 1; i < series.size(); ++i) {
         CAPTURE(i);
         compute_rates_into(reused, series[i - 1], series[i]);
         CHECK(to_json(reused).dump() == fresh(series[i - 1], series[i]));
+        CHECK(rule_index_matches_names(reused));
         for (const DeltaTable* t : {&reused.host, &reused.interfaces, &reused.rdma_counters,
                                     &reused.rdma_hw_counters, &reused.gpus})
             for (const auto& [entity, row] : *t) CHECK_MESSAGE(!row.empty(), entity);  // never an empty row
@@ -123,4 +132,24 @@ TEST_CASE("An unchanged layout is rewritten in place: rows keep their storage be
     CHECK(&*r.rdma_counters.begin()->second.begin() == cell);
     CHECK(r.rdma_counters.begin()->second.begin()->first.data() == name);
     CHECK(cell->second.delta == 1500);
+}
+
+TEST_CASE("A rule's counter is found by index, and by name again once a row is edited by hand") {
+    Rates r = compute_rates(node(0, 10), node(1, 20));
+    DeltaRow& hw = r.rdma_hw_counters.find("mlx5_10/1")->second;
+    REQUIRE(hw.cell("np_cnp_sent"));
+    CHECK(hw.cell("np_cnp_sent")->delta == 30);
+    CHECK(hw.cell("rp_cnp_handled") == nullptr);
+    hw["rp_cnp_handled"] = CounterDelta{7, 7, false};  // inserted before np_cnp_sent: positions move
+    CHECK(hw.dirty());
+    REQUIRE(hw.cell("rp_cnp_handled"));
+    CHECK(hw.cell("rp_cnp_handled")->delta == 7);
+    CHECK(hw.cell("np_cnp_sent")->delta == 30);
+    hw.erase("np_cnp_sent");
+    CHECK(hw.cell("np_cnp_sent") == nullptr);
+    hw.reindex();
+    CHECK_FALSE(hw.dirty());
+    CHECK(hw.cell("rp_cnp_handled")->delta == 7);
+    CHECK(hw.cell("out_of_buffer")->delta == 10);
+    CHECK(hw.cell("np_cnp_sent") == nullptr);
 }

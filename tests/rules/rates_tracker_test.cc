@@ -42,6 +42,7 @@ void check_series(const std::vector<Snapshot>& series, RatesTracker& tracker) {
         const Rates* r = tracker.update(series[i]);
         REQUIRE(r != nullptr);
         CHECK(to_json(*r).dump() == to_json(compute_rates(series[i - 1], series[i])).dump());
+        CHECK(rule_index_matches_names(*r));
     }
 }
 
