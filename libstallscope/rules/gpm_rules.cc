@@ -147,8 +147,9 @@ void gpu_link_error_rule(const RuleInput& in, std::vector<Finding>& out) {
     for (const auto& g : in.cur.gpus) {
         if (!g.interconnect || !is_step_gpu(g, in.cur)) continue;
         const std::string_view key = gpu_key_view(g, buf);
+        const DeltaRow* row = delta_row(in.rates->gpus, key);
         auto delta = [&](CounterName counter) -> std::uint64_t {
-            const auto d = delta_of(*in.rates, in.rates->gpus, key, counter);
+            const auto d = delta_of(row, counter);
             return d ? d->delta : 0;
         };
         const std::uint64_t crc = delta("nvlink_crc_errors"), replay = delta("nvlink_replay_errors"),

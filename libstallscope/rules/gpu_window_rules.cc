@@ -15,11 +15,18 @@ std::string normalized(const std::string& name) {
     return s;
 }
 
-double median(std::vector<double>& v) {  // sorts v
-    if (v.empty()) return 0;
-    std::sort(v.begin(), v.end());
-    const size_t n = v.size();
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+// The median of `sorted` less one element equal to `left_out` (all of it when there is none such): each
+// GPU's peer median from one sort of every busy GPU's values, the same numbers as sorting the peers'.
+double median_without(const std::vector<double>& sorted, const std::optional<double>& left_out) {
+    std::size_t skip = sorted.size();
+    if (left_out) {
+        const auto it = std::lower_bound(sorted.begin(), sorted.end(), *left_out);
+        if (it != sorted.end() && *it == *left_out) skip = static_cast<std::size_t>(it - sorted.begin());
+    }
+    const std::size_t n = sorted.size() - (skip < sorted.size() ? 1 : 0);
+    if (n == 0) return 0;
+    const auto at = [&](std::size_t i) { return sorted[i < skip ? i : i + 1]; };
+    return n % 2 ? at(n / 2) : (at(n / 2 - 1) + at(n / 2)) / 2;
 }
 
 Evidence gpu_ids(const Gpu& g) {
@@ -304,21 +311,22 @@ void StragglerRule::evaluate(const RuleInput& in, std::vector<Finding>& out) {
     std::map<std::string, Run, std::less<>> next;
     if (busy.size() >= 2) {
         std::string buf;
+        std::vector<double>&util = util_, &power = power_;  // every busy GPU's, reused between samples
+        util.clear(), power.clear();
         for (const Gpu* g : busy) {
-            std::vector<double>&util = util_, &power = power_;  // reused: no allocation per GPU per sample
-            util.clear(), power.clear();
-            for (const Gpu* peer : busy) {
-                if (peer == g) continue;
-                util.push_back(*peer->utilization_pct);
-                if (peer->power_w) power.push_back(*peer->power_w);
-            }
-            const double util_median = median(util);
+            util.push_back(*g->utilization_pct);
+            if (g->power_w) power.push_back(*g->power_w);
+        }
+        std::sort(util.begin(), util.end());
+        std::sort(power.begin(), power.end());
+        for (const Gpu* g : busy) {
+            const double util_median = median_without(util, g->utilization_pct);
             const double util_gap = util_median - *g->utilization_pct;
-            const double power_median = median(power);
+            const double power_median = median_without(power, g->power_w);
             const double power_gap = g->power_w && power_median > 0 ? 1 - *g->power_w / power_median : 0;
-            const bool slow =
-                util_gap >= in.t.straggler_util_gap_pct ||
-                (g->power_w && power.size() == util.size() && power_gap >= in.t.straggler_power_gap_frac);
+            const bool every_peer_power = power.size() - (g->power_w ? 1 : 0) == busy.size() - 1;
+            const bool slow = util_gap >= in.t.straggler_util_gap_pct ||
+                              (g->power_w && every_peer_power && power_gap >= in.t.straggler_power_gap_frac);
             if (!slow) continue;
             const std::string_view key = gpu_key_view(*g, buf);
             const auto known_run = runs_.find(key);

@@ -90,7 +90,7 @@ class StragglerRule {
         double since = 0;
     };
     std::map<std::string, Run, std::less<>> runs_;
-    std::vector<double> util_, power_;  // peers' values, reused between samples
+    std::vector<double> util_, power_;  // every busy GPU's values, sorted; reused between samples
     std::vector<const Gpu*> busy_;
 };
 

@@ -179,3 +179,63 @@ TEST_CASE("straggler: one busy GPU far below its peers for several samples") {
     StragglerRule even;
     CHECK(run_series(even, {gpus_at(0, eight(96)), gpus_at(1, eight(96)), gpus_at(2, eight(96))}).empty());
 }
+
+TEST_CASE("straggler: each GPU is compared with the median of its own peers, ties and missing power too") {
+    // Every busy GPU fires (gap threshold far below any gap), so each one's evidence shows the medians
+    // the rule used; they must be those of its peers' values, sorted on their own.
+    Thresholds t;
+    t.straggler_util_gap_pct = -1000;
+    t.straggler_min_samples = 1;
+    const auto peer_median = [](std::vector<double> v) {
+        std::sort(v.begin(), v.end());
+        const std::size_t n = v.size();
+        return n == 0 ? 0 : n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    };
+    std::uint32_t seed = 12345;
+    const auto next = [&](std::uint32_t below) {
+        return (seed = seed * 1103515245u + 12345u) / 65536u % below;
+    };
+    for (int round = 0; round < 200; ++round) {
+        CAPTURE(round);
+        std::vector<Gpu> g;
+        const int n = 2 + static_cast<int>(next(7));
+        for (int i = 0; i < n; ++i) {
+            g.push_back(gpu(i, 20 + 10 * next(4), 300 + 50 * next(3)));  // few values: ties
+            if (next(3) == 0) g.back().power_w.reset();
+        }
+        if (next(2)) g[next(static_cast<std::uint32_t>(n))].utilization_pct = 0;  // idle: not a peer
+        StragglerRule rule;
+        const auto out = run_series(rule, {gpus_at(0, g)}, t);
+        for (const Finding& f : out) {
+            const Gpu* self = nullptr;
+            for (const Gpu& x : g)
+                if (x.uuid == f.reason.subject) self = &x;
+            REQUIRE(self);
+            std::vector<double> util, power;
+            for (const Gpu& peer : g)
+                if (&peer != self && *peer.utilization_pct > t.gpu_idle_util_pct) {
+                    util.push_back(*peer.utilization_pct);
+                    if (peer.power_w) power.push_back(*peer.power_w);
+                }
+            CHECK(num(f, "peer_median_utilization_pct") == peer_median(util));
+            CHECK(num(f, "peer_median_power_w") == (power.empty() ? -1 : peer_median(power)));
+        }
+        std::size_t busy = 0;
+        for (const Gpu& x : g) busy += *x.utilization_pct > t.gpu_idle_util_pct;
+        CHECK(out.size() == (busy >= 2 ? busy : 0));
+    }
+}
+
+TEST_CASE("straggler by power alone: only when every peer reports its power") {
+    Thresholds t;
+    t.straggler_min_samples = 1;
+    auto g = eight(96);
+    g[2].power_w = 100;  // same utilization, far less power than the peers' 550 W
+    StragglerRule rule;
+    const auto out = run_series(rule, {gpus_at(0, g)}, t);
+    REQUIRE(out.size() == 1);
+    CHECK(out[0].reason.subject == "GPU-2");
+    g[5].power_w.reset();  // one peer without power: the power comparison is off
+    StragglerRule partial;
+    CHECK(run_series(partial, {gpus_at(0, g)}, t).empty());
+}
