@@ -71,8 +71,15 @@ struct LayoutBuilder {
     std::vector<std::string_view>& names;
     std::vector<Counter>& values;
     std::vector<std::string> keys[3];  // interface names, port keys, GPU keys
+    int lists = 0;                     // interfaces, RDMA ports, GPUs: the walk's order
+    std::size_t rdma_begin = 0, rdma_end = 0;
     bool token(std::uint8_t kind, std::string_view text, std::int64_t number) {
         tokens.push_back(Token{kind, text, number});
+        if (kind == kList) {
+            if (lists == 1) rdma_begin = values.size();
+            if (lists == 2) rdma_end = values.size();
+            ++lists;
+        }
         if (kind == kInterface) keys[0].emplace_back(text);
         if (kind == kRdma) keys[1].push_back(std::string(text) + "/" + std::to_string(number));
         if (kind == kGpu)
@@ -226,6 +233,8 @@ void RatesTracker::rebuild(const Snapshot& current, double dt) {
     LayoutBuilder builder{tokens_, names_, previous_};  // the new previous: this sample's values
     walk(layout_, builder);
     unique_keys_ = builder.unique_keys();
+    rdma_begin_ = builder.rdma_begin;
+    rdma_end_ = builder.rdma_end;
     current_.assign(previous_.size(), Counter{});
     cells_.clear();
     if (had_rates_ && dt > 0) {

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -30,6 +31,11 @@ class RatesTracker {
     const Rates* rates() const { return has_previous_ && had_rates_ ? &rates_ : nullptr; }
     bool has_previous() const { return has_previous_; }
     double previous_time() const { return previous_time_; }  // 0 before the first update
+    // The counters of the last sample's RDMA ports, flat: each port's `counters` then `hw_counters`, in
+    // port and name order (what walking those maps reads). Valid until the next update.
+    std::span<const Counter> rdma_values() const {
+        return {previous_.data() + rdma_begin_, rdma_end_ - rdma_begin_};
+    }
     // How many updates took the rebuild path (layout or comparable set changed); for tests and benches.
     std::uint64_t rebuilds() const { return rebuilds_; }
 
@@ -47,6 +53,7 @@ class RatesTracker {
     std::vector<Token> tokens_;
     std::vector<std::string_view> names_;  // per counter: its map name ("" for a struct field)
     std::vector<Counter> previous_, current_;
+    std::size_t rdma_begin_ = 0, rdma_end_ = 0;  // the RDMA ports' counters in previous_
     std::vector<CounterDelta*> cells_;  // per counter: its cell in rates_, nullptr when not comparable
     bool unique_keys_ = false;          // no entity listed twice (else compute_rates' rules for twins)
     bool has_previous_ = false, had_rates_ = false;

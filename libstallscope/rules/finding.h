@@ -3,6 +3,7 @@
 #pragma once
 
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,6 +28,9 @@ struct RuleInput {
     const Rates* rates;  // nullptr on the first sample: delta rules stay silent
     const Thresholds& t;
     const NcclPeerNames* peer_names = nullptr;  // host names of NCCL peers learned so far (the Profiler's)
+    // cur's RDMA port counters, flat (RatesTracker::rdma_values: each port's counters then hw_counters,
+    // in port and name order) when the profiler has them; otherwise rules walk the ports' maps.
+    std::optional<std::span<const Counter>> rdma_values = std::nullopt;
 };
 
 struct Finding {

@@ -193,7 +193,11 @@ void StaleTelemetryRule::evaluate(const RuleInput& in, std::vector<Finding>& out
     };
     if (!in.cur.rdma.empty()) {
         std::uint64_t h = 0;
-        for (const auto& p : in.cur.rdma) h = mix_counters(mix_counters(h, p.counters), p.hw_counters);
+        if (in.rdma_values) {  // the same values in the same order, without a second walk of the maps
+            for (const Counter& v : *in.rdma_values) h = mix(h, v ? *v + 1 : 0);
+        } else {
+            for (const auto& p : in.cur.rdma) h = mix_counters(mix_counters(h, p.counters), p.hw_counters);
+        }
         Family& f = entry(families_, "rdma");
         track(f, h, now);
         if (frozen(f)) judge("rdma", f, "rdma", SubjectKind::kOther, "all RDMA port counters");

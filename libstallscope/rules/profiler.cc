@@ -127,7 +127,7 @@ Profile Profiler::profile(const Snapshot& s) {
     // Into the same Rates every sample: rewritten in place, no allocation while the layout holds.
     const Rates* rates = rates_.update(s);
     if (!s.nccl.empty()) peer_names_.learn(s);
-    const RuleInput in{s, last_ ? &*last_ : nullptr, rates, t_, &peer_names_};
+    const RuleInput in{s, last_ ? &*last_ : nullptr, rates, t_, &peer_names_, rates_.rdma_values()};
 
     std::vector<Finding>& findings = findings_;
     run_rules(in, findings);

@@ -4,6 +4,9 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <span>
+
 #include "libstallscope/model/snapshot_json.h"
 #include "tests/rules/builders.h"
 
@@ -34,12 +37,28 @@ Snapshot node(double t, std::uint64_t n) {
     return s;
 }
 
+// What walking the sample's RDMA maps reads: each port's counters then hw_counters, in order.
+std::vector<Counter> rdma_maps(const Snapshot& s) {
+    std::vector<Counter> values;
+    for (const RdmaPort& p : s.rdma) {
+        for (const auto& [name, c] : p.counters) values.push_back(c);
+        for (const auto& [name, c] : p.hw_counters) values.push_back(c);
+    }
+    return values;
+}
+
+bool same_values(std::span<const Counter> kept, const std::vector<Counter>& walked) {
+    return std::equal(kept.begin(), kept.end(), walked.begin(), walked.end());
+}
+
 // The tracker's rates against compute_rates on the whole samples, at every step of the series.
 void check_series(const std::vector<Snapshot>& series, RatesTracker& tracker) {
     CHECK(tracker.update(series[0]) == nullptr);
+    CHECK(same_values(tracker.rdma_values(), rdma_maps(series[0])));
     for (std::size_t i = 1; i < series.size(); ++i) {
         CAPTURE(i);
         const Rates* r = tracker.update(series[i]);
+        CHECK(same_values(tracker.rdma_values(), rdma_maps(series[i])));
         REQUIRE(r != nullptr);
         CHECK(to_json(*r).dump() == to_json(compute_rates(series[i - 1], series[i])).dump());
         CHECK(rule_index_matches_names(*r));
@@ -64,7 +83,8 @@ TEST_CASE("Interfaces, ports, GPUs, counters and the job cgroup come and go: sti
     series[2].gpus[0].energy_mj.reset();         // same layout, one counter unreadable: a shorter row
     series[2].interfaces[1].rx_packets.reset();  // and on an interface
     series[2].rdma[1].counters.clear();          // a port's whole row empty
-    series.push_back(series.back());             // same time: no deltas at all
+    series[3].rdma[0].hw_counters["out_of_buffer"].reset();  // unreadable this time
+    series.push_back(series.back());                         // same time: no deltas at all
     Snapshot gone = node(5, 40);
     gone.interfaces.pop_back();  // eth0 disappears
     gone.rdma.erase(gone.rdma.begin());
