@@ -64,24 +64,9 @@ const DeltaRow* delta_row(const DeltaTable& table, std::string_view entity) {
     return row == table.end() ? nullptr : &row->second;
 }
 
-std::optional<CounterDelta> delta_of(const DeltaRow* row, CounterName counter) {
-    const CounterDelta* d = row ? row->cell(counter) : nullptr;
-    if (!d || d->reset) return std::nullopt;
-    return *d;
-}
-
 std::optional<CounterDelta> delta_of(const Rates&, const DeltaTable& table, std::string_view entity,
                                      CounterName counter) {
     return delta_of(delta_row(table, entity), counter);
-}
-
-std::optional<double> sum_deltas(const DeltaRow* row, std::initializer_list<CounterName> counters) {
-    if (!row) return std::nullopt;
-    std::optional<double> sum;
-    for (const CounterName name : counters)
-        if (const CounterDelta* d = row->cell(name); d && !d->reset)
-            sum = sum.value_or(0) + static_cast<double>(d->delta);
-    return sum;
 }
 
 std::optional<double> sum_deltas(const DeltaTable& table, std::string_view entity,

@@ -77,14 +77,29 @@ typename Map::mapped_type& entry(Map& map, std::string_view key) {
 // Counters are named by CounterName (a string literal checked and indexed at compile time, rates.h).
 std::optional<CounterDelta> delta_of(const Rates& rates, const DeltaTable& table, std::string_view entity,
                                      CounterName counter);
-// The same in a row already found (nullptr: none).
-std::optional<CounterDelta> delta_of(const DeltaRow* row, CounterName counter);
+// The same in a row already found (nullptr: none). Inline, as sum_deltas below: called a hundred times
+// a sample on a big node.
+inline std::optional<CounterDelta> delta_of(const DeltaRow* row, CounterName counter) {
+    const CounterDelta* d = row ? row->cell(counter) : nullptr;
+    if (!d || d->reset) return std::nullopt;
+    return *d;
+}
 // The row of `entity` in `table`, nullptr when it has none.
 const DeltaRow* delta_row(const DeltaTable& table, std::string_view entity);
 // Sum of the deltas of the named counters that exist (nullopt when none of them exists).
 std::optional<double> sum_deltas(const DeltaTable& table, std::string_view entity,
                                  std::initializer_list<CounterName> counters);
-std::optional<double> sum_deltas(const DeltaRow* row, std::initializer_list<CounterName> counters);
+inline std::optional<double> sum_deltas(const DeltaRow* row, std::initializer_list<CounterName> counters) {
+    // Summed in a plain double: building the optional in memory as it went made the caller's read of
+    // it stall on store forwarding (half of this function's time in perf).
+    double sum = 0;
+    bool any = false;
+    if (row)
+        for (const CounterName name : counters)
+            if (const CounterDelta* d = row->cell(name); d && !d->reset)
+                sum += static_cast<double>(d->delta), any = true;
+    return any ? std::optional<double>(sum) : std::nullopt;
+}
 
 // Label precedence: FAIL_RISK > SLOW > UNKNOWN > FAST (positive evidence beats missing data).
 int label_rank(const std::string& label);
