@@ -21,11 +21,14 @@ std::optional<double> first_delta(const DeltaRow* row, std::initializer_list<Cou
 std::vector<const RdmaPort*> busy_siblings(const RuleInput& in, const RdmaPort& port) {
     std::vector<const RdmaPort*> busy;
     if (!in.rates) return busy;
-    for (const auto& p : in.cur.rdma) {
+    std::vector<PortRows> local;
+    const std::vector<PortRows>& rows = port_rows(in, local);
+    for (std::size_t i = 0; i < in.cur.rdma.size(); ++i) {
+        const RdmaPort& p = in.cur.rdma[i];
         if (&p == &port || p.state != "ACTIVE" || p.link_layer != port.link_layer) continue;
-        const auto moved = sum_deltas(in.rates->rdma_counters, p.key(),
-                                      {"port_xmit_data", "port_rcv_data", "port_xmit_packets",
-                                       "port_rcv_packets", "unicast_xmit_packets", "unicast_rcv_packets"});
+        const auto moved =
+            sum_deltas(rows[i].counters, {"port_xmit_data", "port_rcv_data", "port_xmit_packets",
+                                          "port_rcv_packets", "unicast_xmit_packets", "unicast_rcv_packets"});
         if (moved && *moved > 0) busy.push_back(&p);
     }
     return busy;
@@ -41,9 +44,10 @@ bool is_rdma_netdev(const Snapshot& s, const std::string& iface) {
 void rdma_congestion_rule(const RuleInput& in, std::vector<Finding>& out) {
     if (!in.rates) return;
     const Rates& r = *in.rates;
-    for (const auto& port : in.cur.rdma) {
-        const std::string key = port.key();
-        const DeltaRow* hw = delta_row(r.rdma_hw_counters, key);
+    std::vector<PortRows> local;
+    for (const PortRows& rows : port_rows(in, local)) {
+        const std::string& key = rows.key;
+        const DeltaRow* hw = rows.hw;
         const auto handled = sum_deltas(hw, {"rp_cnp_handled"});
         const auto marked = sum_deltas(hw, {"np_ecn_marked_roce_packets"});
         const auto sent = sum_deltas(hw, {"np_cnp_sent"});
@@ -81,15 +85,15 @@ void rdma_congestion_rule(const RuleInput& in, std::vector<Finding>& out) {
 void rdma_loss_rule(const RuleInput& in, std::vector<Finding>& out) {
     if (!in.rates) return;
     const Rates& r = *in.rates;
-    for (const auto& port : in.cur.rdma) {
-        const std::string key = port.key();
-        const DeltaRow* hw = delta_row(r.rdma_hw_counters, key);
+    std::vector<PortRows> local;
+    for (const PortRows& rows : port_rows(in, local)) {
+        const std::string& key = rows.key;
+        const DeltaRow* hw = rows.hw;
         static constexpr CounterName kLoss[] = {"out_of_sequence", "packet_seq_err", "duplicate_request",
                                                 "implied_nak_seq_err"};
         const auto loss = sum_deltas(hw, {kLoss[0], kLoss[1], kLoss[2], kLoss[3]});
         if (!loss || *loss < in.t.rdma_loss_min_events || *loss <= 0) continue;
-        const auto packets =
-            first_delta(delta_row(r.rdma_counters, key), {"port_rcv_packets", "unicast_rcv_packets"});
+        const auto packets = first_delta(rows.counters, {"port_rcv_packets", "unicast_rcv_packets"});
         Evidence ev{{"loss_events", *loss}, {"interval_seconds", r.interval_seconds}};
         for (const CounterName n : kLoss)
             if (auto d = delta_of(hw, n)) ev[std::string(n.name())] = static_cast<double>(d->delta);
@@ -152,9 +156,10 @@ void rdma_error_rule(const RuleInput& in, std::vector<Finding>& out) {
           "req_remote_invalid_request", "resp_local_length_error"},
          "completions with error — a queue pair failed"},
     };
-    for (const auto& port : in.cur.rdma) {
-        const std::string key = port.key();
-        const DeltaRow* hw = delta_row(r.rdma_hw_counters, key);
+    std::vector<PortRows> local;
+    for (const PortRows& rows : port_rows(in, local)) {
+        const std::string& key = rows.key;
+        const DeltaRow* hw = rows.hw;
         if (!hw) continue;  // no hw counter moved or compared: nothing below fires
         for (const auto& c : checks) {
             // Summed first, evidence built only when it fires (most ports, most samples: no allocation).
@@ -196,14 +201,15 @@ void rdma_error_rule(const RuleInput& in, std::vector<Finding>& out) {
 
 void link_flap_rule(const RuleInput& in, std::vector<Finding>& out) {
     if (!in.rates) return;
-    const Rates& r = *in.rates;
-    for (const auto& port : in.cur.rdma) {
-        const std::string key = port.key();
-        const DeltaRow* counters = delta_row(r.rdma_counters, key);
-        const auto downed = sum_deltas(counters, {"link_downed"});
-        const auto recovered = sum_deltas(counters, {"link_error_recovery"});
+    std::vector<PortRows> local;
+    const std::vector<PortRows>& ports = port_rows(in, local);
+    for (std::size_t i = 0; i < ports.size(); ++i) {
+        const RdmaPort& port = in.cur.rdma[i];
+        const std::string& key = ports[i].key;
+        const auto downed = sum_deltas(ports[i].counters, {"link_downed"});
+        const auto recovered = sum_deltas(ports[i].counters, {"link_error_recovery"});
         std::optional<double> phy;
-        if (!port.netdev.empty()) phy = sum_deltas(r.interfaces, port.netdev, {"link_down_events_phy"});
+        if (!port.netdev.empty()) phy = sum_deltas(ports[i].netdev, {"link_down_events_phy"});
         const double n = downed.value_or(0) + recovered.value_or(0) + phy.value_or(0);
         if (n <= 0) continue;
         Evidence ev{{"state", port.state}};
@@ -221,9 +227,10 @@ void link_flap_rule(const RuleInput& in, std::vector<Finding>& out) {
 
 void cc_misconfig_rule(const RuleInput& in, std::vector<Finding>& out) {
     if (!in.rates) return;
-    for (const auto& port : in.cur.rdma) {
-        const std::string key = port.key();
-        const auto ignored = sum_deltas(in.rates->rdma_hw_counters, key, {"rp_cnp_ignored"});
+    std::vector<PortRows> local;
+    for (const PortRows& rows : port_rows(in, local)) {
+        const std::string& key = rows.key;
+        const auto ignored = sum_deltas(rows.hw, {"rp_cnp_ignored"});
         if (!ignored || *ignored <= 0) continue;
         out.push_back(make_finding("fabric_cc_misconfigured", "fabric", "warning", kLabelFast, key,
                                    SubjectKind::kPort,
@@ -280,8 +287,11 @@ void interface_errors_rule(const RuleInput& in, std::vector<Finding>& out) {
 }
 
 void PortStateRule::evaluate(const RuleInput& in, std::vector<Finding>& out) {
-    for (const auto& port : in.cur.rdma) {
-        const std::string key = port.key();
+    std::vector<PortRows> local;
+    const std::vector<PortRows>& ports = port_rows(in, local);
+    for (std::size_t i = 0; i < ports.size(); ++i) {
+        const RdmaPort& port = in.cur.rdma[i];
+        const std::string& key = ports[i].key;
         PortHistory& h = ports_[key];
         if (port.state.empty()) continue;  // unknown is not down
         const bool active = port.state == "ACTIVE";

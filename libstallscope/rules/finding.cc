@@ -1,5 +1,6 @@
 #include "libstallscope/rules/finding.h"
 
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 
@@ -62,6 +63,26 @@ std::string_view gpu_key_view(const Gpu& gpu, std::string& buf) {
 const DeltaRow* delta_row(const DeltaTable& table, std::string_view entity) {
     auto row = table.find(entity);
     return row == table.end() ? nullptr : &row->second;
+}
+
+void port_rows_into(const Snapshot& s, const Rates* rates, std::vector<PortRows>& out) {
+    out.resize(s.rdma.size());
+    for (std::size_t i = 0; i < s.rdma.size(); ++i) {
+        const RdmaPort& port = s.rdma[i];
+        PortRows& rows = out[i];
+        char digits[16];
+        const auto [end, ec] = std::to_chars(digits, digits + sizeof digits, port.port);
+        rows.key.assign(port.device).append(1, '/').append(digits, end);  // RdmaPort::key(), reusing it
+        rows.counters = rates ? delta_row(rates->rdma_counters, rows.key) : nullptr;
+        rows.hw = rates ? delta_row(rates->rdma_hw_counters, rows.key) : nullptr;
+        rows.netdev = rates && !port.netdev.empty() ? delta_row(rates->interfaces, port.netdev) : nullptr;
+    }
+}
+
+const std::vector<PortRows>& port_rows(const RuleInput& in, std::vector<PortRows>& local) {
+    if (in.ports && in.ports->size() == in.cur.rdma.size()) return *in.ports;
+    port_rows_into(in.cur, in.rates, local);
+    return local;
 }
 
 std::optional<CounterDelta> delta_of(const Rates&, const DeltaTable& table, std::string_view entity,

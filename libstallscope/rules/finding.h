@@ -20,6 +20,18 @@ enum class SubjectKind { kGpu, kPort, kInterface, kHost, kOther };
 
 class NcclPeerNames;
 
+// An RDMA port of the sample with its rows in Rates (nullptr: none), resolved once per sample by the
+// profiler for all the fabric rules: a key string and three lookups per port, not per port per rule.
+struct PortRows {
+    std::string key;                     // RdmaPort::key()
+    const DeltaRow* counters = nullptr;  // rates->rdma_counters
+    const DeltaRow* hw = nullptr;        // rates->rdma_hw_counters
+    const DeltaRow* netdev = nullptr;    // rates->interfaces, the port's netdev
+};
+
+// Fills `out` with one PortRows per port of `s`, in its order (reusing out's strings).
+void port_rows_into(const Snapshot& s, const Rates* rates, std::vector<PortRows>& out);
+
 struct RuleInput {
     const Snapshot& cur;
     // The previous sample when the profiler kept it (nullptr on the first sample, and always after
@@ -31,7 +43,12 @@ struct RuleInput {
     // cur's RDMA port counters, flat (RatesTracker::rdma_values: each port's counters then hw_counters,
     // in port and name order) when the profiler has them; otherwise rules walk the ports' maps.
     std::optional<std::span<const Counter>> rdma_values = std::nullopt;
+    // port_rows_into(cur, rates) when the profiler has it; port_rows() resolves it otherwise.
+    const std::vector<PortRows>* ports = nullptr;
 };
+
+// The rows of in.cur.rdma, port by port: the profiler's, or resolved into `local`.
+const std::vector<PortRows>& port_rows(const RuleInput& in, std::vector<PortRows>& local);
 
 struct Finding {
     Reason reason;

@@ -127,7 +127,8 @@ Profile Profiler::profile(const Snapshot& s) {
     // Into the same Rates every sample: rewritten in place, no allocation while the layout holds.
     const Rates* rates = rates_.update(s);
     if (!s.nccl.empty()) peer_names_.learn(s);
-    const RuleInput in{s, last_ ? &*last_ : nullptr, rates, t_, &peer_names_, rates_.rdma_values()};
+    port_rows_into(s, rates, ports_);
+    const RuleInput in{s, last_ ? &*last_ : nullptr, rates, t_, &peer_names_, rates_.rdma_values(), &ports_};
 
     std::vector<Finding>& findings = findings_;
     run_rules(in, findings);

@@ -60,6 +60,7 @@ class Profiler {
     NcclInspectorRule nccl_inspector_;
     VerdictAccumulator verdict_;
     std::vector<Finding> findings_;  // this sample's, reused: its capacity is kept between samples
+    std::vector<PortRows> ports_;    // this sample's RDMA ports and their rows, for the fabric rules
 };
 
 }  // namespace stallscope

@@ -264,3 +264,44 @@ TEST_CASE("a counter that went down (reset) is not judged: its value after the r
                         with_port(10, counters({{"rp_cnp_handled", 5'000'000}})));
     CHECK(out.empty());
 }
+
+TEST_CASE("A port's rows resolved once per sample are those the rules would look up themselves") {
+    Snapshot a = at(0), b = at(1);
+    for (Snapshot* s : {&a, &b}) {
+        const std::uint64_t n = s == &a ? 1 : 5;
+        s->rdma.push_back(port("mlx5_10", counters({{"np_cnp_sent", n}}), counters({{"link_downed", n}}),
+                               "ACTIVE", "ens10"));
+        s->rdma.push_back(port("mlx5_2", counters({{"out_of_buffer", n}})));  // no PMA counters, no netdev
+        s->rdma.back().port = 2;
+        s->interfaces.push_back(iface("ens10", 100 * n));
+    }
+    const Rates r = compute_rates(a, b);
+    std::vector<PortRows> rows{PortRows{"stale key, longer than the small-string buffer"}};
+    port_rows_into(b, &r, rows);
+    REQUIRE(rows.size() == 2);
+    CHECK(rows[0].key == b.rdma[0].key());
+    CHECK(rows[1].key == "mlx5_2/2");
+    CHECK(rows[0].hw == &r.rdma_hw_counters.find("mlx5_10/1")->second);
+    CHECK(rows[0].counters == &r.rdma_counters.find("mlx5_10/1")->second);
+    CHECK(rows[0].netdev == &r.interfaces.find("ens10")->second);
+    CHECK(rows[1].hw == &r.rdma_hw_counters.find("mlx5_2/2")->second);
+    CHECK(rows[1].counters == nullptr);
+    CHECK(rows[1].netdev == nullptr);
+    port_rows_into(b, nullptr, rows);  // first sample: keys, no rows
+    CHECK(rows[0].key == "mlx5_10/1");
+    CHECK(rows[0].hw == nullptr);
+    // The rules give the same findings with the profiler's rows as with their own.
+    const Thresholds t;
+    port_rows_into(b, &r, rows);
+    std::size_t fired = 0;
+    for (auto rule :
+         {link_flap_rule, rdma_error_rule, rdma_congestion_rule, rdma_loss_rule, cc_misconfig_rule}) {
+        std::vector<Finding> own, given;
+        rule(RuleInput{b, nullptr, &r, t}, own);
+        rule(RuleInput{b, nullptr, &r, t, nullptr, std::nullopt, &rows}, given);
+        REQUIRE(own.size() == given.size());
+        for (std::size_t i = 0; i < own.size(); ++i) CHECK(own[i].reason.message == given[i].reason.message);
+        fired += own.size();
+    }
+    CHECK(fired > 0);  // link_downed moved: the flap rule fires
+}
