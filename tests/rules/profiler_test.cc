@@ -2,6 +2,10 @@
 
 #include <doctest/doctest.h>
 
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
 #include "libstallscope/model/snapshot_json.h"
 #include "tests/rules/builders.h"
 
@@ -219,4 +223,65 @@ TEST_CASE("observe_view keeps no sample yet profiles exactly as observe does, RD
     }
     CHECK(to_json(kept.verdict()).dump() == to_json(viewed.verdict()).dump());
     CHECK(kept.verdict().label == kLabelFailRisk);
+}
+
+TEST_CASE("Numbers in messages read as printf wrote them: fixed to 0-2 decimals, %.2g below 0.01") {
+    // The snprintf formatting fmt_num had before it used std::to_chars, as the reference.
+    const auto reference = [](double value) {
+        char buf[64];
+        const double mag = std::fabs(value);
+        if (mag >= 100 || value == std::floor(value))
+            std::snprintf(buf, sizeof buf, "%.0f", value);
+        else if (mag >= 10)
+            std::snprintf(buf, sizeof buf, "%.1f", value);
+        else if (mag >= 0.01)
+            std::snprintf(buf, sizeof buf, "%.2f", value);
+        else
+            std::snprintf(buf, sizeof buf, "%.2g", value);
+        std::string s = buf;
+        if (s.find('.') != std::string::npos && s.find('e') == std::string::npos) {
+            while (s.back() == '0') s.pop_back();
+            if (s.back() == '.') s.pop_back();
+        }
+        return s;
+    };
+    std::vector<double> values = {0,
+                                  -0.0,
+                                  1,
+                                  0.5,
+                                  2.5,
+                                  0.125,
+                                  0.005,
+                                  0.015,
+                                  0.0049,
+                                  9.995,
+                                  10.05,
+                                  99.95,
+                                  100.5,
+                                  1e-300,
+                                  -3.14159,
+                                  1e20,
+                                  1e63,
+                                  1.5e300,
+                                  -1e308,
+                                  123456789.987,
+                                  0.01,
+                                  0.00999,
+                                  1e-5,
+                                  std::numeric_limits<double>::infinity(),
+                                  -std::numeric_limits<double>::infinity(),
+                                  std::numeric_limits<double>::quiet_NaN(),
+                                  std::numeric_limits<double>::denorm_min()};
+    std::uint64_t seed = 88;
+    for (int i = 0; i < 20000; ++i) {  // every magnitude, halves and near-halves of the decimals
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        const double unit = static_cast<double>(seed >> 11) / static_cast<double>(1ull << 53);
+        const double v = (unit - 0.5) * std::pow(10.0, static_cast<double>(static_cast<int>(seed % 13) - 5));
+        values.push_back(v);
+        values.push_back(std::round(v * 200) / 200);  // x.xx5: rounding ties
+    }
+    for (const double v : values) {
+        CAPTURE(v);
+        CHECK(fmt_num(v) == reference(v));
+    }
 }
