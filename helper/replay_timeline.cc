@@ -26,7 +26,7 @@ class ReplayVisitor final : public TimelineVisitor {
     void take(const Snapshot& snapshot) {
         if (!profiler_) profiler_ = std::make_unique<Profiler>(choose_thresholds());
         if (!out_.first_sample) out_.first_sample = snapshot;
-        profiler_->observe_view(snapshot);
+        profiler_->observe_view_for_verdict(snapshot);  // replay keeps the step verdict, not each Profile
         if (observer_) observer_(snapshot, profiler_->last_rates());
         if (++out_.samples % 100000 == 0 && progress_)
             std::fprintf(stderr, "\r%s: %zu samples", path_.c_str(), out_.samples);

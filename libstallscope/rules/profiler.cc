@@ -120,7 +120,12 @@ Profile Profiler::observe_view(const Snapshot& s) {
     return profile(s);
 }
 
-Profile Profiler::profile(const Snapshot& s) {
+void Profiler::observe_view_for_verdict(const Snapshot& s) {
+    last_.reset();
+    profile(s, false);
+}
+
+Profile Profiler::profile(const Snapshot& s, bool with_reasons) {
     const bool first = !rates_.has_previous();
     const double previous_time = rates_.previous_time();
     const double interval = !first && s.time > previous_time ? s.time - previous_time : 0;
@@ -210,6 +215,7 @@ Profile Profiler::profile(const Snapshot& s) {
     outcome.gpus_measured = static_cast<int>(measured_gpus(s));
     if (p.label == kLabelFast) outcome.activity_hint = p.bottleneck_hint;  // issue 15
     verdict_.add(outcome);
+    if (!with_reasons) return p;  // everything above feeds the verdict; what follows only the Profile
 
     for (Finding& f : findings) p.reasons.push_back(std::move(f.reason));
     if (first) {

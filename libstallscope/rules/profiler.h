@@ -32,6 +32,9 @@ class Profiler {
     Profile observe(const Snapshot& s);
     Profile observe(Snapshot&& s);
     Profile observe_view(const Snapshot& s);
+    // observe_view for a caller that keeps only the step verdict (replay): the same verdict, without
+    // building the sample's Profile (its reasons moved out of the findings and ordered, every sample).
+    void observe_view_for_verdict(const Snapshot& s);
     const Snapshot* last_sample() const;  // the sample last observed and kept; nullptr before the first
     const Rates* last_rates() const;      // nullptr before the 2nd sample
     StepVerdict verdict() const;          // whole-step verdict over everything observed so far
@@ -39,7 +42,9 @@ class Profiler {
 
   private:
     void run_rules(const RuleInput& in, std::vector<Finding>& out);
-    Profile profile(const Snapshot& s);  // observe() without keeping `s`
+    // observe() without keeping `s`; without reasons (with_reasons false) the Profile holds only what the
+    // verdict was fed: label, confidence, hints.
+    Profile profile(const Snapshot& s, bool with_reasons = true);
 
     Thresholds t_;
     std::optional<Snapshot> last_;  // kept by observe(), not by observe_view()

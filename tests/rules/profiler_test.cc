@@ -225,6 +225,21 @@ TEST_CASE("observe_view keeps no sample yet profiles exactly as observe does, RD
     CHECK(kept.verdict().label == kLabelFailRisk);
 }
 
+TEST_CASE("observe_view_for_verdict builds no Profile yet gives the verdict observe_view gives") {
+    Profiler viewed, folded;
+    for (int i = 0; i <= 12; ++i) {
+        Snapshot s = healthy(i * 10);
+        s.rdma[0].hw_counters["out_of_sequence"] = i >= 5 ? 100'000u * i : 0u;  // loss from the 6th on
+        if (i >= 3) s.gpus[2].temperature_c = 65 + 5 * i, s.gpus[2].sm_clock_mhz = 1980 - 80 * i;
+        if (i == 9) s.gpus[4].utilization_pct.reset();  // a GPU unmeasured once
+        viewed.observe_view(s);
+        folded.observe_view_for_verdict(s);
+        CHECK(to_json(viewed.verdict()).dump() == to_json(folded.verdict()).dump());
+    }
+    CHECK(folded.verdict().label == kLabelFailRisk);
+    CHECK(folded.verdict().reasons.size() >= 2);
+}
+
 TEST_CASE("Numbers in messages read as printf wrote them: fixed to 0-2 decimals, %.2g below 0.01") {
     // The snprintf formatting fmt_num had before it used std::to_chars, as the reference.
     const auto reference = [](double value) {
