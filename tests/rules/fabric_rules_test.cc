@@ -287,6 +287,13 @@ TEST_CASE("A port's rows resolved once per sample are those the rules would look
     CHECK(rows[1].hw == &r.rdma_hw_counters.find("mlx5_2/2")->second);
     CHECK(rows[1].counters == nullptr);
     CHECK(rows[1].netdev == nullptr);
+    Snapshot reversed = b;  // ports listed out of the tables' order: found all the same
+    std::swap(reversed.rdma[0], reversed.rdma[1]);
+    port_rows_into(reversed, &r, rows);
+    CHECK(rows[0].hw == &r.rdma_hw_counters.find("mlx5_2/2")->second);
+    CHECK(rows[1].hw == &r.rdma_hw_counters.find("mlx5_10/1")->second);
+    CHECK(rows[1].counters == &r.rdma_counters.find("mlx5_10/1")->second);
+    CHECK(rows[1].netdev == &r.interfaces.find("ens10")->second);
     port_rows_into(b, nullptr, rows);  // first sample: keys, no rows
     CHECK(rows[0].key == "mlx5_10/1");
     CHECK(rows[0].hw == nullptr);
