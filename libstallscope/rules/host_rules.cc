@@ -198,17 +198,14 @@ void StaleTelemetryRule::evaluate(const RuleInput& in, std::vector<Finding>& out
         } else {
             for (const auto& p : in.cur.rdma) h = mix_counters(mix_counters(h, p.counters), p.hw_counters);
         }
-        Family& f = entry(families_, "rdma");
+        Family& f = rdma_;
         track(f, h, now);
         if (frozen(f)) judge("rdma", f, "rdma", SubjectKind::kOther, "all RDMA port counters");
     }
     std::string& buf = buf_;
     for (const auto& g : in.cur.gpus) {
         if (!g.energy_mj) continue;
-        key_.assign("gpu_energy:");
-        gpu_key_into(g, buf);
-        key_.append(buf);
-        Family& f = entry(families_, key_);
+        Family& f = entry(gpu_energy_, gpu_key_view(g, buf));
         track(f, *g.energy_mj, now);
         if (frozen(f))
             judge("gpu_energy", f, gpu_key(g), SubjectKind::kGpu, gpu_name(g) + ": energy counter");

@@ -62,8 +62,9 @@ class StaleTelemetryRule {
         double frozen_since = 0;
     };
     void track(Family& f, std::uint64_t fingerprint, double now);
-    std::map<std::string, Family, std::less<>> families_;
-    std::string key_, buf_;  // "gpu_energy:<gpu key>" and the GPU key, reused between samples
+    Family rdma_;                                            // all RDMA port counters of the node
+    std::map<std::string, Family, std::less<>> gpu_energy_;  // by GPU key: its energy counter
+    std::string buf_;                                        // a GPU key, reused between samples
 };
 
 }  // namespace stallscope
