@@ -12,9 +12,9 @@
 // TimelineWriter as the helper writes it, plus the header and the verdict line. Then for each format:
 //   1. bytes per sample, and a Prometheus-style reference (1.3 B x numeric series of the sample);
 //   2. `stallscope replay FILE` end to end (fork/exec): wall, CPU, peak RSS -> samples per CPU second;
-//   3. in this process: visit_timeline alone (read + decompress + parse + the snapshot rebuilt; a v2
-//      reader lends it, v1 hands over a new one), and Profiler::observe (rates + rules) alone, samples
-//      moved in as replay does.
+//   3. in a child of this process: visit_timeline alone (read + decompress + parse + the snapshot rebuilt;
+//      a v2 reader lends it, v1 hands over a new one), and the Profiler (rates + rules + the verdict)
+//      alone, called as replay calls it.
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -142,6 +142,52 @@ double write_timeline_in_child(const Format& f, const Snapshot& base, long sampl
     return seconds;
 }
 
+// In a child of this small process, so one format's freed samples (and glibc trimming the heap after
+// them) do not make the next format's reads page-fault: reading alone (a v2 reader lends its kept sample:
+// nothing copied), then the profiler alone on the samples read, called as replay calls it
+// (observe_view_for_verdict: the step verdict, no per-sample Profile). Samples per CPU second of each.
+struct InProcess {
+    double read_rate = 0, profiler_rate = 0;
+};
+
+InProcess measure_in_child(const Format& f) {
+    int fds[2];
+    if (pipe(fds) != 0) return {};
+    const pid_t pid = fork();
+    if (pid == 0) {
+        struct Count final : TimelineVisitor {
+            std::size_t count = 0;
+            void sample(Snapshot&&) override { ++count; }
+            void sample_view(const Snapshot&) override { ++count; }
+        } counted;
+        std::vector<std::string> warnings;
+        std::string error;
+        const double r0 = process_cpu();
+        visit_timeline(f.path, counted, warnings, error);
+        InProcess m;
+        m.read_rate = static_cast<double>(counted.count) / (process_cpu() - r0);
+        struct Keep final : TimelineVisitor {
+            std::vector<Snapshot> kept;
+            void sample(Snapshot&& s) override {
+                if (kept.size() < 20'000) kept.push_back(std::move(s));
+            }
+        } keep;
+        visit_timeline(f.path, keep, warnings, error);
+        Profiler profiler;
+        const double o0 = process_cpu();
+        for (const auto& s : keep.kept) profiler.observe_view_for_verdict(s);
+        m.profiler_rate = static_cast<double>(keep.kept.size()) / (process_cpu() - o0);
+        [[maybe_unused]] ssize_t n = write(fds[1], &m, sizeof m);
+        _exit(0);
+    }
+    ::close(fds[1]);
+    InProcess m;
+    if (read(fds[0], &m, sizeof m) != sizeof m) m = {};
+    ::close(fds[0]);
+    waitpid(pid, nullptr, 0);
+    return m;
+}
+
 double file_size(const std::string& path) {
     std::ifstream sizer(path, std::ios::binary | std::ios::ate);
     return static_cast<double>(sizer.tellg());
@@ -200,32 +246,11 @@ int main(int argc, char** argv) {
     for (int i = 0; i < 2; ++i) {
         const Format& f = formats[i];
         const ChildRun& r = runs[i];
-        // In process: reading alone (a v2 reader lends its kept sample: nothing copied), then the profiler
-        // alone on samples moved in, as replay and record hand them over.
-        struct Count final : TimelineVisitor {
-            std::size_t count = 0;
-            void sample(Snapshot&&) override { ++count; }
-            void sample_view(const Snapshot&) override { ++count; }
-        } counted;
-        std::vector<std::string> warnings;
-        std::string error;
-        const double r0 = process_cpu();
-        visit_timeline(f.path, counted, warnings, error);
-        const double read_s = process_cpu() - r0;
-        struct Keep final : TimelineVisitor {
-            std::vector<Snapshot> kept;
-            void sample(Snapshot&& s) override {
-                if (kept.size() < 20'000) kept.push_back(std::move(s));
-            }
-        } keep;
-        visit_timeline(f.path, keep, warnings, error);
-        Profiler profiler;
-        const double o0 = process_cpu();
-        for (auto& s : keep.kept) profiler.observe(std::move(s));
-        observe_rate = static_cast<double>(keep.kept.size()) / (process_cpu() - o0);
+        const InProcess m = measure_in_child(f);
+        observe_rate = m.profiler_rate;
         std::printf("%-14s %10.0f %12.1f %14.0f %14.0f %14.1f%s\n", f.name, f.bytes / samples, write_us[i],
-                    r.cpu > 0 ? samples / r.cpu : 0.0, static_cast<double>(counted.count) / read_s,
-                    r.max_rss_kib / 1024.0, r.exit_code == 0 ? "" : "  (replay failed)");
+                    r.cpu > 0 ? samples / r.cpu : 0.0, m.read_rate, r.max_rss_kib / 1024.0,
+                    r.exit_code == 0 ? "" : "  (replay failed)");
     }
     const double v2 = formats[1].bytes / samples;
     std::printf(
@@ -238,7 +263,7 @@ int main(int argc, char** argv) {
         entropy_bytes, v2 / entropy_bytes);
     std::printf(
         "replay (stallscope replay, samples per CPU second): goal >= 1 000 000 (vm) / >= 200 000 "
-        "(dgx-h100) per core; Profiler::observe alone %.0f samples/s on this node\n",
+        "(dgx-h100) per core; the Profiler alone (as replay calls it) %.0f samples/s on this node\n",
         observe_rate);
     if (std::getenv("STALLSCOPE_BENCH_KEEP")) {  // the generated timelines, for perf / callgrind
         std::printf("kept: %s\n", dir.c_str());
