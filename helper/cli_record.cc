@@ -222,7 +222,7 @@ int run_record(int argc, char** argv, int first) {
         const double sampled_at = monotonic_now();
         note_gap(sampled_at - last_sample_at, planned, false);
         last_sample_at = sampled_at;
-        snap = sampler.sample();
+        snap = sampler.sample(std::move(snap));  // observe() left the previous sample here: reused
     }
 
     // Stop path: bounded work only (the plugin waits at most stop_timeout, then SIGKILLs). The verdict is

@@ -117,6 +117,7 @@ int run_sample(int argc, char** argv, int first) {
     long detected_pid = -1;                   // -1: not looked for yet
     std::string text;                         // --json output, kept between samples
 
+    Snapshot sampled;  // observe() hands the previous sample back here; the sources reuse its maps
     double next = monotonic_now();
     for (long n = 0; (count < 0 || n < count) && !stop_requested(); ++n) {
         if (n > 0) {
@@ -126,7 +127,7 @@ int run_sample(int argc, char** argv, int first) {
             sleep_until(next);
             if (stop_requested()) break;
         }
-        Snapshot sampled = sampler.sample();
+        sampled = sampler.sample(std::move(sampled));
         if (nccl_test && n == 0) sampled.nccl.nccl_test = nccl_test;
         const Profile profile = profiler.observe(std::move(sampled));  // kept by the profiler, not copied
         const Snapshot& snap = *profiler.last_sample();

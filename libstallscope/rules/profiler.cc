@@ -111,7 +111,10 @@ Profile Profiler::observe(const Snapshot& s) {
 
 Profile Profiler::observe(Snapshot&& s) {
     Profile p = profile(s);
-    last_ = std::move(s);
+    if (last_)
+        std::swap(*last_, s);  // `s` now holds the previous sample, for Sampler::sample(Snapshot&&)
+    else
+        last_ = std::move(s);
     return p;
 }
 

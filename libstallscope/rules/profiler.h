@@ -25,7 +25,9 @@ class Profiler {
     // Profiles one sample. Rates are computed against the previously observed sample (its counters are
     // kept, not the sample: RatesTracker); delta rules apply from the second sample on (the first sample
     // says so in an info reason). observe() also keeps the sample itself for last_sample(): pass it as an
-    // rvalue to have it moved there rather than deep-copied (thousands of counters on a big node).
+    // rvalue to have it moved there rather than deep-copied (thousands of counters on a big node); the
+    // rvalue is then left holding the previous sample (nothing on the first call), whose counter maps
+    // Sampler::sample(Snapshot&&) reuses.
     // observe_view() keeps nothing of the sample but its counters: for a caller that holds the sample
     // anyway (replay of a v2 timeline, whose reader lends one it updates in place); last_sample() is
     // nullptr after it. All three give the same profiles and verdict.

@@ -47,6 +47,15 @@ Snapshot Sampler::sample() {
     return sample_at(wall_clock_now());
 }
 
+Snapshot Sampler::sample(Snapshot&& recycled) {
+    return sample_at(wall_clock_now(), std::move(recycled));
+}
+
+Snapshot Sampler::sample_at(double time, Snapshot&& recycled) {
+    for (auto& source : sources_) source->recycle(recycled);
+    return sample_at(time);
+}
+
 Snapshot Sampler::sample_at(double time) {
     Snapshot snap;
     snap.time = time;

@@ -24,6 +24,10 @@ class Sampler {
     Snapshot sample();
     // Same, with a caller-supplied time (tests, deterministic fixtures).
     Snapshot sample_at(double time);
+    // The same, reusing what the sources can of `recycled`, a sample the caller no longer needs (what
+    // Profiler::observe(Snapshot&&) hands back): the helper's loop allocates no counter names then.
+    Snapshot sample(Snapshot&& recycled);
+    Snapshot sample_at(double time, Snapshot&& recycled);
 
     // Sources taking longer than this are named in a warning (the sample still completes).
     void set_slow_source_warning_seconds(double seconds) { slow_seconds_ = seconds; }

@@ -16,6 +16,10 @@ class Source {
     // Adds this source's data and one warning per bad input to `snapshot`. Bad input never throws;
     // an exception escaping here is treated as a crashed collector (UNKNOWN with a reason).
     virtual void sample(Snapshot& snapshot) = 0;
+    // Takes back what this source can reuse from a sample its caller is done with (counter maps whose
+    // names did not change: the next sample writes values over them instead of allocating every name
+    // and node again). Called before sample(); default: nothing kept. Must not throw.
+    virtual void recycle(Snapshot& old) { (void)old; }
 };
 
 }  // namespace stallscope

@@ -82,6 +82,7 @@ struct PortReader {
     CounterFile state, phys_state, rate;
     std::string link_layer, netdev;
     std::vector<CounterReader> counters, hw_counters;
+    CounterMap spare_counters, spare_hw_counters;  // the maps of a recycled sample's port, refilled
 
     std::string key() const { return device + "/" + std::to_string(port); }
     bool same_files_as(const PortReader& other) const {
@@ -138,6 +139,23 @@ class InfinibandSource final : public Source {
         read_failed_ = false;
         snapshot.rdma.reserve(snapshot.rdma.size() + ports_.size());
         for (auto& reader : ports_) sample_port(reader, snapshot.rdma.emplace_back(), snapshot.warnings);
+    }
+
+    // A port's maps come back to its reader; read_counters writes the next values over them.
+    void recycle(Snapshot& old) override {
+        std::size_t at = 0;  // the same order as ports_, unless discovery changed it
+        for (auto& port : old.rdma) {
+            if (at >= ports_.size() || ports_[at].device != port.device || ports_[at].port != port.port) {
+                at = 0;
+                while (at < ports_.size() &&
+                       (ports_[at].device != port.device || ports_[at].port != port.port))
+                    ++at;
+                if (at == ports_.size()) continue;
+            }
+            ports_[at].spare_counters.swap(port.counters);
+            ports_[at].spare_hw_counters.swap(port.hw_counters);
+            ++at;
+        }
     }
 
   private:
@@ -229,6 +247,8 @@ class InfinibandSource final : public Source {
                 warnings.push_back(reader.rate.path() + ": not a rate '" +
                                    std::string(trim(*text).substr(0, 32)) + "'");
         }
+        port.counters.swap(reader.spare_counters);  // a fresh port's maps are empty: the spares are now
+        port.hw_counters.swap(reader.spare_hw_counters);
         read_counters(reader.counters, port.counters, warnings);
         read_counters(reader.hw_counters, port.hw_counters, warnings);
         port.rx_bytes = data_words_to_bytes(lookup(port.counters, "port_rcv_data"));
@@ -240,8 +260,16 @@ class InfinibandSource final : public Source {
         return it == map.end() ? std::nullopt : it->second;
     }
 
+    // Every reader's value into `out`: written over a recycled map that holds exactly the readers' names
+    // (both in byte order), else into a rebuilt one.
     void read_counters(std::vector<CounterReader>& readers, CounterMap& out,
                        std::vector<std::string>& warnings) {
+        bool reuse = out.size() == readers.size();
+        auto slot = out.begin();
+        for (std::size_t i = 0; reuse && i < readers.size(); ++i, ++slot)
+            reuse = slot->first == readers[i].name;
+        if (!reuse) out.clear();
+        slot = out.begin();
         for (auto& c : readers) {
             Counter value;
             if (!c.no_pma) {
@@ -267,7 +295,10 @@ class InfinibandSource final : public Source {
                     read_failed_ = true;
                 }
             }
-            out.emplace_hint(out.end(), c.name, value);
+            if (reuse)
+                (slot++)->second = value;
+            else
+                out.emplace_hint(out.end(), c.name, value);
         }
     }
 

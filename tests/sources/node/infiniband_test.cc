@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <string>
 
+#include "libstallscope/model/snapshot_json.h"
 #include "libstallscope/sources/factories.h"
 #include "libstallscope/sources/infiniband/infiniband_parsers.h"
 #include "libstallscope/sources/infiniband/infiniband_source.h"
@@ -320,4 +321,36 @@ TEST_CASE("devices are listed in natural order") {
     CHECK(snap.rdma[0].device == "mlx5_1");
     CHECK(snap.rdma[1].device == "mlx5_2");
     CHECK(snap.rdma[2].device == "mlx5_10");
+}
+
+TEST_CASE("a recycled sample's maps are written over, giving what a fresh sample gives") {
+    TempDir dir;
+    const Roots roots = copy_node("roce", dir);
+    InfinibandOptions options;
+    options.rediscover_every = 2;
+    auto recycling = make_infiniband_source(roots, options);
+    auto fresh = make_infiniband_source(roots, options);
+    Snapshot previous;
+    const std::string port0 = roots.sysfs + "/class/infiniband/mlx5_0/ports/1";
+    for (int i = 0; i < 8; ++i) {
+        INFO("sample " << i);
+        write_file(port0 + "/counters/port_xmit_data", std::to_string(1000 + 7 * i) + "\n");
+        if (i == 3) write_file(port0 + "/hw_counters/zz_new_counter", "5\n");  // a name appears
+        if (i == 5) fs::remove(port0 + "/hw_counters/np_cnp_sent");            // and one goes
+        if (i == 6) plug_device(roots, "mlx5_3", "0000:b0:00.0");              // a port appears
+        Snapshot got;
+        recycling->recycle(previous);
+        recycling->sample(got);
+        Snapshot want;
+        fresh->sample(want);
+        CHECK(to_json(got).dump() == to_json(want).dump());
+        const RdmaPort* p0 = find_port(got, "mlx5_0");
+        REQUIRE(p0 != nullptr);
+        CHECK(counter(p0->counters, "port_xmit_data") == 1000u + 7u * i);
+        previous = std::move(got);
+    }
+    const RdmaPort* p0 = find_port(previous, "mlx5_0");
+    CHECK(p0->hw_counters.count("zz_new_counter") == 1);
+    CHECK(p0->hw_counters.count("np_cnp_sent") == 0);
+    CHECK(previous.rdma.size() == 4);
 }
