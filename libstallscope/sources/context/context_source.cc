@@ -3,7 +3,8 @@
 // Our own environment is read once (it cannot change). When it names no Slurm job, a bounded scan of
 // <procfs>/*/environ of processes with our uid finds the job running on the node (the seed tool did this
 // to attribute a node-level run); the scan runs on the first sample and then once per
-// ContextOptions::proc_scan_every samples, and stops at the first SLURM_JOB_ID (newest process first).
+// ContextOptions::proc_scan_every samples but at most every proc_scan_min_seconds, and stops at the first
+// SLURM_JOB_ID (newest process first).
 #include "libstallscope/sources/context/context_source.h"
 
 #include <dirent.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <functional>
 #include <optional>
 #include <utility>
@@ -44,14 +46,21 @@ class ContextSource final : public Source {
             snapshot.context = own_;
             return;
         }
-        if (samples_since_scan_ < 0 || ++samples_since_scan_ >= options_.proc_scan_every) {
+        if (samples_since_scan_ < 0 ||
+            (++samples_since_scan_ >= options_.proc_scan_every && scan_time_due())) {
             samples_since_scan_ = 0;
             scanned_ = scan_processes();
+            scanned_at_ = std::chrono::steady_clock::now();
         }
         snapshot.context = scanned_ ? *scanned_ : own_;
     }
 
   private:
+    bool scan_time_due() const {
+        return std::chrono::steady_clock::now() - scanned_at_ >=
+               std::chrono::duration<double>(options_.proc_scan_min_seconds);
+    }
+
     void read_kubernetes() {
         if (options_.kubernetes_namespace_file.empty()) return;
         std::string error;
@@ -123,6 +132,7 @@ class ContextSource final : public Source {
     JobContext own_;
     std::optional<JobContext> scanned_;
     int samples_since_scan_ = -1;  // -1: never scanned
+    std::chrono::steady_clock::time_point scanned_at_;
     std::vector<std::string> pending_warnings_;
 };
 

@@ -23,6 +23,9 @@ struct ContextOptions {
     // login shell or a systemd unit), the job running on this node is found by scanning
     // <procfs>/<pid>/environ of our own uid, at most this many processes, once per this many samples.
     int proc_scan_every = 60;
+    // ... and no sooner than this many seconds (monotonic) after the last scan: at the periodic CLI's
+    // 10 ms, 60 samples would mean listing /proc and reading up to 256 environs every 0.6 s.
+    double proc_scan_min_seconds = 30.0;
     std::size_t proc_scan_max_processes = 256;
 };
 

@@ -2,7 +2,8 @@
 // link layer, netdev and every counters/ and hw_counters/ file, read with pread on kept-open fds.
 //
 // Devices, ports and counter files are listed once (then every InfinibandOptions::rediscover_every
-// samples, or soon after a read failure); each sample is one pread per file. Files whose read fails
+// samples but at most every rediscover_min_seconds, or soon after a read failure); each sample is one
+// pread per file, written over the previous sample's maps when the caller recycles it. Files whose read fails
 // with EINVAL/EOPNOTSUPP/EACCES (the mlx5 ACCESS_REG case on restricted PFs: every read logs to dmesg,
 // node_exporter #3434, gpud #1164) and "N/A (no PMA)" files are never re-read and warned about once;
 // their value stays null in every snapshot.
@@ -12,6 +13,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <map>
 #include <set>
 #include <string>
@@ -133,9 +135,11 @@ class InfinibandSource final : public Source {
 
     void sample(Snapshot& snapshot) override {
         ++samples_since_discovery_;
-        if (!discovered_ || samples_since_discovery_ >= options_.rediscover_every ||
-            (read_failed_ && samples_since_discovery_ >= options_.rediscover_after_failure_gap))
+        if (!discovered_ || listing_due() ||
+            (read_failed_ && samples_since_discovery_ >= options_.rediscover_after_failure_gap)) {
             discover(snapshot.warnings);
+            discovered_at_ = std::chrono::steady_clock::now();
+        }
         read_failed_ = false;
         snapshot.rdma.reserve(snapshot.rdma.size() + ports_.size());
         for (auto& reader : ports_) sample_port(reader, snapshot.rdma.emplace_back(), snapshot.warnings);
@@ -159,6 +163,12 @@ class InfinibandSource final : public Source {
     }
 
   private:
+    bool listing_due() const {
+        return samples_since_discovery_ >= options_.rediscover_every &&
+               std::chrono::steady_clock::now() - discovered_at_ >=
+                   std::chrono::duration<double>(options_.rediscover_min_seconds);
+    }
+
     // Keyed by path: the reason may read differently on later attempts ("not re-read"), the file not.
     void warn_once(const std::string& path, std::string message, std::vector<std::string>& warnings) {
         if (warned_once_.insert(path).second) warnings.push_back(std::move(message));
@@ -308,6 +318,7 @@ class InfinibandSource final : public Source {
     bool discovered_ = false;
     bool read_failed_ = false;
     int samples_since_discovery_ = 0;
+    std::chrono::steady_clock::time_point discovered_at_;
     std::set<std::string> warned_once_;
     std::string error_;
 };

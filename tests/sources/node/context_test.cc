@@ -1,6 +1,9 @@
 #include <doctest/doctest.h>
 
+#include <chrono>
+#include <filesystem>
 #include <string>
+#include <thread>
 
 #include "libstallscope/sources/context/context_parsers.h"
 #include "libstallscope/sources/context/context_source.h"
@@ -148,6 +151,7 @@ TEST_CASE("the process scan runs once per N samples, not every sample") {
     TempDir dir;
     ContextOptions options = options_with({});
     options.proc_scan_every = 3;
+    options.proc_scan_min_seconds = 0;  // samples here are microseconds apart
     auto source = make_context_source(proc_root(dir), options);
     CHECK(sample(*source).context.scheduler == "none");  // sample 1 scans: nothing yet
     add_process(dir, 500, kJobEnviron);                  // the job starts
@@ -158,6 +162,19 @@ TEST_CASE("the process scan runs once per N samples, not every sample") {
     CHECK(sample(*source).context.job_id == "777");
     CHECK(sample(*source).context.job_id == "777");
     CHECK(sample(*source).context.scheduler == "none");
+}
+
+TEST_CASE("at a fast cadence the process scan also waits proc_scan_min_seconds") {
+    TempDir dir;
+    ContextOptions options = options_with({});
+    options.proc_scan_every = 1;
+    options.proc_scan_min_seconds = 1.0;
+    auto source = make_context_source(proc_root(dir), options);
+    CHECK(sample(*source).context.scheduler == "none");
+    add_process(dir, 500, kJobEnviron);
+    for (int i = 0; i < 20; ++i) REQUIRE(sample(*source).context.scheduler == "none");  // due by count only
+    std::this_thread::sleep_for(std::chrono::milliseconds(1050));
+    CHECK(sample(*source).context.job_id == "777");
 }
 
 TEST_CASE("a pod reports kubernetes with its namespace and pod name") {

@@ -2,8 +2,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <string>
+#include <thread>
 
 #include "libstallscope/model/snapshot_json.h"
 #include "libstallscope/sources/factories.h"
@@ -241,6 +243,7 @@ TEST_CASE("a hot-plugged HCA appears and a removed one disappears within the re-
     const Roots roots = copy_node("roce", dir);
     InfinibandOptions options;
     options.rediscover_every = 3;
+    options.rediscover_min_seconds = 0;  // samples here are microseconds apart
     auto source = make_infiniband_source(roots, options);
     CHECK(sample(*source).rdma.size() == 3);  // sample 1 lists
     plug_device(roots, "mlx5_3", "0000:b0:00.0");
@@ -259,6 +262,20 @@ TEST_CASE("a hot-plugged HCA appears and a removed one disappears within the re-
     INFO(all_warnings(after));
     CHECK(find_port(after, "mlx5_1") == nullptr);
     CHECK(after.warnings.empty());
+}
+
+TEST_CASE("at a fast cadence the re-listing also waits rediscover_min_seconds") {
+    TempDir dir;
+    const Roots roots = copy_node("roce", dir);
+    InfinibandOptions options;
+    options.rediscover_every = 1;
+    options.rediscover_min_seconds = 1.0;
+    auto source = make_infiniband_source(roots, options);
+    CHECK(sample(*source).rdma.size() == 3);
+    plug_device(roots, "mlx5_3", "0000:b0:00.0");
+    for (int i = 0; i < 20; ++i) REQUIRE(sample(*source).rdma.size() == 3);  // due by count, not by time
+    std::this_thread::sleep_for(std::chrono::milliseconds(1050));
+    CHECK(sample(*source).rdma.size() == 4);
 }
 
 TEST_CASE("a failed counter read makes the next sample list devices again") {
@@ -328,6 +345,7 @@ TEST_CASE("a recycled sample's maps are written over, giving what a fresh sample
     const Roots roots = copy_node("roce", dir);
     InfinibandOptions options;
     options.rediscover_every = 2;
+    options.rediscover_min_seconds = 0;
     auto recycling = make_infiniband_source(roots, options);
     auto fresh = make_infiniband_source(roots, options);
     Snapshot previous;
