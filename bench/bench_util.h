@@ -25,6 +25,7 @@ std::vector<std::string> net_dev_names(const std::string& text);
 struct Cost {
     double cpu = 0;             // seconds per sample
     double reads = -1;          // read syscalls per sample (-1: no /proc/<pid>/io)
+    double news = -1;           // operator new calls per sample (-1: not counted)
     std::size_t files = 0;      // floor: files opened
     long ticks = 0, count = 0;  // node_exporter: clock ticks and scrapes measured
 };

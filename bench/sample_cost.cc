@@ -15,7 +15,10 @@
 //
 // stallscope: the procfs, ethtool and infiniband sources (Sampler::sample_at) on that tree; the fake
 // libnvidia-ml (8 GPUs from the tree's nvml.json) is timed on its own, because a real NVML's cost is the
-// driver's and node_exporter reads no GPUs. CPU from CLOCK_PROCESS_CPUTIME_ID.
+// driver's and node_exporter reads no GPUs. CPU from CLOCK_PROCESS_CPUTIME_ID. Samples are recycled as
+// the helper does (Sampler::sample(Snapshot&&)), and operator new calls per sample are counted
+// (alloc_count.cc): on this tree ~30 of them are the ethtool source parsing its fixture files
+// (STALLSCOPE_ETHTOOL_ROOT), a path production does not take (it asks the kernel by ioctl).
 //
 // Floor: every file those sources read, opened once and pread into a stack buffer per sample, no parsing.
 //
@@ -49,7 +52,9 @@
 #include <string>
 #include <vector>
 
+#include "bench/alloc_count.h"
 #include "bench/bench_util.h"
+#include "bench/big_node.h"
 #include "bench/cli_cost.h"
 #include "bench/motion.h"
 #include "bench/node_exporter_probe.h"
@@ -101,69 +106,18 @@ struct WorkDir {
     }
 };
 
-std::size_t count_regular_files(const std::string& root) {
-    std::size_t n = 0;
-    std::error_code ec;
-    for (fs::recursive_directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec))
-        if (it->symlink_status().type() == fs::file_type::regular) ++n;
-    return n;
-}
-
-// Copies `from` into `root` (created) and grows it: ports 2..ports_per_hca on every HCA (copies of
-// port 1) and /proc/net/dev rows up to `netdevs`. Returns an error text, empty on success.
-std::string build_big_node(const std::string& from, const std::string& root, int ports_per_hca, int netdevs) {
-    std::error_code ec;
-    fs::create_directory(root, ec);
-    fs::copy(from, root, fs::copy_options::recursive | fs::copy_options::copy_symlinks, ec);
-    if (ec) return "copy " + from + ": " + ec.message();
-    const std::string ib = root + "/sys/class/infiniband";
-    for (const auto& dev : list_dir(ib)) {
-        const fs::path device = fs::canonical(ib + "/" + dev, ec);
-        if (ec) return ib + "/" + dev + ": " + ec.message();
-        for (int port = 2; port <= ports_per_hca; ++port) {
-            const fs::path dst = device / "ports" / std::to_string(port);
-            fs::copy(device / "ports" / "1", dst, fs::copy_options::recursive, ec);
-            if (ec) return "copy port 1 of " + dev + ": " + ec.message();
-            // Distinct traffic on the copy, so the two ports do not read as one.
-            for (const char* c : {"port_rcv_data", "port_xmit_data"}) {
-                const auto path = dst / "counters" / c;
-                const auto value = std::strtoull(read_file(path.string()).c_str(), nullptr, 10);
-                std::ofstream(path) << value / 2 + static_cast<unsigned long long>(port) << "\n";
-            }
-        }
-    }
-    const std::string net_dev = root + "/proc/net/dev";
-    std::string text = read_file(net_dev);
-    auto present = net_dev_names(text);
-    // What a DGX H100 has besides lo, the management port and the compute IPoIB netdevs: storage ports
-    // of the dual-port ConnectX-7s in Ethernet mode, a second management port, docker0; then veths.
-    const std::vector<std::string> extra = {"eno2",          "enp41s0f0np0",  "enp41s0f1np1",
-                                            "enp170s0f0np0", "enp170s0f1np1", "docker0"};
-    std::ofstream out(net_dev, std::ios::app);
-    for (std::size_t i = 0; static_cast<int>(present.size()) < netdevs; ++i) {
-        const std::string name = i < extra.size() ? extra[i] : "veth" + std::to_string(i - extra.size());
-        if (std::find(present.begin(), present.end(), name) != present.end()) continue;
-        const unsigned long long k = i + 1;
-        char row[256];
-        std::snprintf(row, sizeof row, "%6s:%llu %llu 0 %llu 0 0 0 %llu %llu %llu 0 0 0 0 0 0\n",
-                      name.c_str(), k * 7919000123ULL, k * 6151231ULL, k, k * 11, k * 5113000457ULL,
-                      k * 4007001ULL);
-        out << row;
-        present.push_back(name);
-    }
-    return out ? "" : net_dev + ": write failed";
-}
-
 // ---------------------------------------------------------------------------------------------------
 // stallscope and the floor.
 
 Cost sampler_cost(Sampler& sampler, int iterations, double& clock) {
     const long long reads = read_syscalls("self");
+    const auto news = operator_new_calls();
     const double start = cpu_seconds();
     Snapshot recycled;  // as the helper samples: the previous sample's maps are reused
     for (int i = 0; i < iterations; ++i) recycled = sampler.sample_at(clock += 1.0, std::move(recycled));
     Cost cost;
     cost.cpu = (cpu_seconds() - start) / iterations;
+    cost.news = static_cast<double>(operator_new_calls() - news) / iterations;
     if (reads >= 0) cost.reads = static_cast<double>(read_syscalls("self") - reads) / iterations;
     return cost;
 }
@@ -175,6 +129,7 @@ Cost helper_path_cost(Sampler& sampler, Profiler& profiler, TimelineWriter& time
                       double& clock, CounterMotion* motion) {
     const long long reads = read_syscalls("self");
     std::string error;
+    const auto news = operator_new_calls();
     const double start = cpu_seconds();
     Snapshot snapshot;  // the previous sample, as observe() hands it back: the sources reuse it
     for (int i = 0; i < iterations; ++i) {
@@ -186,6 +141,7 @@ Cost helper_path_cost(Sampler& sampler, Profiler& profiler, TimelineWriter& time
     }
     Cost cost;
     cost.cpu = (cpu_seconds() - start) / iterations;
+    cost.news = static_cast<double>(operator_new_calls() - news) / iterations;
     if (reads >= 0) cost.reads = static_cast<double>(read_syscalls("self") - reads) / iterations;
     return cost;
 }
@@ -432,17 +388,18 @@ int main(int argc, char** argv) {
     std::printf("rounds, us: stallscope %s; floor %s; node_exporter %s (each figure below: the lower)\n",
                 rounds(ours_rounds).c_str(), rounds(floor_rounds).c_str(),
                 ne_rounds.empty() ? "-" : rounds(ne_rounds).c_str());
-    std::printf("(1) stallscope file sources: %9.1f us CPU per sample   (%s read syscalls)\n", ours.cpu * 1e6,
-                reads(ours).c_str());
+    std::printf(
+        "(1) stallscope file sources: %9.1f us CPU per sample   (%s read syscalls; %.1f operator new)\n",
+        ours.cpu * 1e6, reads(ours).c_str(), ours.news);
     std::printf(
         "(1b) whole helper path:      %9.1f us CPU per sample   (sources + Profiler + timeline v2 "
-        "line; the tree's counters static; rounds %s)\n",
-        path.cpu * 1e6, rounds(path_rounds).c_str());
+        "line; the tree's counters static; %.1f operator new; rounds %s)\n",
+        path.cpu * 1e6, path.news, rounds(path_rounds).c_str());
     const double motion_alone = motion_cost(first, opt.iterations);
     std::printf(
         "(1c) same, counters moving:  %9.1f us CPU per sample   (every netdev/RDMA byte, packet and data "
-        "counter; of which the bench's motion %.1f us; rounds %s)\n",
-        moving.cpu * 1e6, motion_alone * 1e6, rounds(moving_rounds).c_str());
+        "counter; of which the bench's motion %.1f us; %.1f operator new; rounds %s)\n",
+        moving.cpu * 1e6, motion_alone * 1e6, moving.news, rounds(moving_rounds).c_str());
     std::printf("(2) pread floor:             %9.1f us CPU per sample   (%s read syscalls)\n",
                 floor.cpu * 1e6, reads(floor).c_str());
     std::printf(
