@@ -22,6 +22,18 @@ struct Shared {
     std::string crash;
 };
 
+// The source's sample(); what it threw as a collector failure text, "" when it did not.
+std::string sample_guarded(Source& source, Snapshot& snapshot) {
+    try {
+        source.sample(snapshot);
+    } catch (const std::exception& e) {
+        return std::string("crashed: ") + e.what();
+    } catch (...) {
+        return "crashed: unknown exception";
+    }
+    return "";
+}
+
 void worker_loop(std::shared_ptr<Shared> s) {
     std::unique_lock lock(s->mutex);
     for (;;) {
@@ -30,14 +42,7 @@ void worker_loop(std::shared_ptr<Shared> s) {
         s->job = false;
         Snapshot scratch = std::move(s->scratch);
         lock.unlock();
-        std::string crash;
-        try {
-            s->inner->sample(scratch);
-        } catch (const std::exception& e) {
-            crash = std::string("crashed: ") + e.what();
-        } catch (...) {
-            crash = "crashed: unknown exception";
-        }
+        std::string crash = sample_guarded(*s->inner, scratch);
         lock.lock();
         s->scratch = std::move(scratch);
         s->crash = std::move(crash);
@@ -75,6 +80,11 @@ class DeadlineSource final : public Source {
         std::unique_lock lock(shared_->mutex);
         if (shared_->busy) {
             snapshot.collector_failures[name_] = "still blocked in the previous call (hung driver?); skipped";
+            return;
+        }
+        if (!shared_->inner->may_block()) {  // the worker is idle (not busy): the source is ours now
+            if (std::string crash = sample_guarded(*shared_->inner, snapshot); !crash.empty())
+                snapshot.collector_failures[name_] = std::move(crash);
             return;
         }
         // The source sees what earlier sources found (the NVIDIA source checks for AMD GPUs).

@@ -20,6 +20,9 @@ class Source {
     // names did not change: the next sample writes values over them instead of allocating every name
     // and node again). Called before sample(); default: nothing kept. Must not throw.
     virtual void recycle(Snapshot& old) { (void)old; }
+    // False when the next sample() is known to make no call that can block (the NVIDIA source once it
+    // found no driver): with_deadline() then runs it on the caller's thread, without a hand-off.
+    virtual bool may_block() const { return true; }
 };
 
 }  // namespace stallscope

@@ -30,6 +30,23 @@ class SlowGpuSource final : public Source {
     std::shared_ptr<std::atomic<int>> delay_ms_;
 };
 
+// Records the thread each sample ran on; `blocking` says what may_block() answers.
+class ThreadRecordingSource final : public Source {
+  public:
+    ThreadRecordingSource(bool blocking, std::thread::id* ran_on) : blocking_(blocking), ran_on_(ran_on) {}
+    std::string_view name() const override { return "nvml"; }
+    bool may_block() const override { return blocking_; }
+    void sample(Snapshot& s) override {
+        *ran_on_ = std::this_thread::get_id();
+        s.warnings.push_back("nvidia: no NVIDIA GPU telemetry");
+        if (s.host == "throw") throw std::runtime_error("no");
+    }
+
+  private:
+    bool blocking_;
+    std::thread::id* ran_on_;
+};
+
 double seconds_since(std::chrono::steady_clock::time_point t) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
@@ -93,4 +110,21 @@ TEST_CASE("destroying a source stuck in a driver call does not hang") {
         source->sample(s);
     }
     CHECK(seconds_since(t) < 1.0);
+}
+
+TEST_CASE("a source that says it cannot block runs on the caller's thread, with the same result") {
+    for (const bool blocking : {true, false}) {
+        CAPTURE(blocking);
+        std::thread::id ran_on;
+        auto source = with_deadline(std::make_unique<ThreadRecordingSource>(blocking, &ran_on), 1.0);
+        Snapshot s;
+        source->sample(s);
+        CHECK((ran_on == std::this_thread::get_id()) == !blocking);
+        CHECK(s.warnings == std::vector<std::string>{"nvidia: no NVIDIA GPU telemetry"});
+        CHECK(s.collector_failures.empty());
+        Snapshot crashing;
+        crashing.host = "throw";
+        source->sample(crashing);
+        CHECK(crashing.collector_failures.at("nvml") == "crashed: no");
+    }
 }

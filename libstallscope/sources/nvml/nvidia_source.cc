@@ -17,6 +17,8 @@ class NvidiaSource final : public Source {
   public:
     explicit NvidiaSource(const Roots& roots) : roots_(roots) {}
     std::string_view name() const override { return "nvml"; }
+    // No driver and no nvidia-smi found: each sample only adds a warning (a GPU-less node).
+    bool may_block() const override { return !chosen_ || nvml_ || smi_; }
 
     void sample(Snapshot& snapshot) override {
         if (!chosen_) choose(snapshot);
