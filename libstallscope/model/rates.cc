@@ -1,6 +1,7 @@
 #include "libstallscope/model/rates.h"
 
 #include "libstallscope/model/rates_fields.h"
+#include "libstallscope/util/same_name.h"
 
 #include <array>
 #include <charconv>
@@ -17,23 +18,6 @@ std::optional<CounterDelta> field_delta(const Field<T>& f, const T& p, const T& 
     const Counter *a = f.get(p), *b = f.get(c);
     if (!a || !b) return std::nullopt;
     return counter_delta(*a, *b, dt);
-}
-
-// Name equality without a call to memcmp: counter names are 8-40 bytes, compared twice per counter
-// per sample (previous vs current map, row vs current), and equal nearly always.
-inline std::uint64_t load8(const char* p) {
-    std::uint64_t v;
-    std::memcpy(&v, p, sizeof v);
-    return v;
-}
-
-inline bool same(std::string_view a, std::string_view b) {
-    const std::size_t n = a.size();
-    if (n != b.size()) return false;
-    if (n < 8) return a == b;
-    for (std::size_t i = 0; i + 8 <= n; i += 8)
-        if (load8(a.data() + i) != load8(b.data() + i)) return false;
-    return load8(a.data() + n - 8) == load8(b.data() + n - 8);  // the tail, overlapping the last chunk
 }
 
 // ---- In-place writers: overwrite a sorted vector front to back, truncate what is left ----
@@ -63,7 +47,7 @@ struct RowWriter {
   private:
     [[gnu::always_inline]] CounterDelta& slot(std::string_view name) {
         if (w < v.size()) {
-            if (!same(v[w].first, name)) v[w].first.assign(name), renamed = true;
+            if (!same_name(v[w].first, name)) v[w].first.assign(name), renamed = true;
         } else {
             v.emplace_back(std::string(name), CounterDelta{});
             renamed = true;
@@ -78,7 +62,7 @@ struct TableWriter {
     // The row for `entity`, to be filled with a RowWriter; keep() it when it ended up non-empty.
     DeltaRow& row(std::string_view entity) {
         if (w < v.size()) {
-            if (!same(v[w].first, entity)) v[w].first.assign(entity);
+            if (!same_name(v[w].first, entity)) v[w].first.assign(entity);
         } else {
             v.emplace_back(std::string(entity), DeltaRow{});
         }
@@ -110,7 +94,7 @@ void write_merged(RowWriter& row, const std::array<Field<T>, N>& fields, const T
     while (ci != cm.end() || f != fields.end()) {
         // Advance to the next name present in both maps.
         while (ci != cm.end() && pi != pm.end()) {
-            if (same(pi->first, ci->first)) break;
+            if (same_name(pi->first, ci->first)) break;
             if (pi->first.compare(ci->first) < 0)
                 ++pi;
             else
@@ -140,7 +124,7 @@ void write_map(RowWriter& row, const CounterMap& pm, const CounterMap& cm) {
     auto pi = pm.begin();
     auto ci = cm.begin();
     while (ci != cm.end() && pi != pm.end()) {
-        if (same(pi->first, ci->first)) {
+        if (same_name(pi->first, ci->first)) {
             row.put(ci->first, pi->second, ci->second);
             ++pi, ++ci;
         } else if (pi->first.compare(ci->first) < 0) {
@@ -171,7 +155,7 @@ bool same_layout(RatesScratch& s, const std::vector<E>& prev, const std::vector<
     for (std::size_t i = 0; i < cur.size(); ++i) {
         key(prev[i], s.prev_keys[i]);
         key(cur[i], s.cur_keys[i]);
-        if (!same(s.prev_keys[i], s.cur_keys[i])) return false;
+        if (!same_name(s.prev_keys[i], s.cur_keys[i])) return false;
     }
     s.order.resize(cur.size());
     for (std::size_t i = 0; i < cur.size(); ++i) {  // insertion sort: a handful, usually already sorted

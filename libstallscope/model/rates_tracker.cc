@@ -5,28 +5,13 @@
 #include <string>
 
 #include "libstallscope/model/rates_fields.h"
+#include "libstallscope/util/same_name.h"
 
 namespace stallscope {
 namespace {
 
 using Token = RatesTracker::Token;
 enum Kind : std::uint8_t { kCgroup, kList, kInterface, kRdma, kMap, kGpu, kLink };
-
-// Name equality by 8-byte words (names are 8-40 bytes and nearly always equal): see rates.cc.
-inline std::uint64_t load8(const char* p) {
-    std::uint64_t v;
-    std::memcpy(&v, p, sizeof v);
-    return v;
-}
-
-inline bool same(std::string_view a, std::string_view b) {
-    const std::size_t n = a.size();
-    if (n != b.size()) return false;
-    if (n < 8) return a == b;
-    for (std::size_t i = 0; i + 8 <= n; i += 8)
-        if (load8(a.data() + i) != load8(b.data() + i)) return false;
-    return load8(a.data() + n - 8) == load8(b.data() + n - 8);
-}
 
 // Every counter compute_rates compares, in one fixed order, with the structure that decides which
 // counter is which. A visitor has token(kind, text, number) -> bool (false stops the walk),
@@ -114,14 +99,14 @@ struct LayoutReader {
     bool token(std::uint8_t kind, std::string_view text, std::int64_t number) {
         if (t == tokens.size()) return false;
         const Token& e = tokens[t++];
-        return e.kind == kind && e.number == number && same(e.text, text);
+        return e.kind == kind && e.number == number && same_name(e.text, text);
     }
     void field(std::string_view, const Counter* c) {
         if (k < values.size()) values[k] = c ? *c : Counter{};
         ++k;
     }
     bool named(std::string_view name, const Counter& c) {
-        if (k == values.size() || !same(names[k], name)) return false;
+        if (k == values.size() || !same_name(names[k], name)) return false;
         values[k++] = c;
         return true;
     }

@@ -70,6 +70,31 @@ inline Gpu gpu(int index, double util, double power = 500, double temp = 60, std
     return g;
 }
 
+// A node whose counters of every kind grow with `n`: two netdevs (one with pause counters), two RDMA
+// ports ("mlx5_10" sorts before "mlx5_2"), two GPUs (the second keyed by index, the first with NVLink),
+// host and job-cgroup counters. The rates tests build their series from it.
+inline Snapshot counting_node(double t, std::uint64_t n) {
+    Snapshot s = at(t);
+    s.interfaces.push_back(
+        iface("ib0", 1000 * n, n, 0, counters({{"rx_prio3_pause", 10 * n}, {"tx_pause", n}})));
+    s.interfaces.push_back(iface("eth0", 10 * n));
+    s.rdma = {port("mlx5_10", counters({{"np_cnp_sent", 3 * n}, {"out_of_buffer", n}}),
+                   counters({{"port_rcv_data", 100 * n}})),
+              port("mlx5_2", counters({{"np_cnp_sent", 2 * n}}), counters({{"port_rcv_data", 50 * n}}))};
+    s.gpus = {gpu(0, 90), gpu(1, 90)};
+    s.gpus[1].uuid.clear();  // keyed "gpu1"
+    for (auto& g : s.gpus) g.energy_mj = 1000 * n, g.ecc_corrected = n;
+    s.gpus[0].interconnect = GpuInterconnect{};
+    s.gpus[0].interconnect->nvlink_tx_bytes = 4096 * n;
+    s.host_stats.oom_kills = n;
+    s.host_stats.psi.io_full_total_us = 7 * n;
+    JobCgroup job;
+    job.path = "/job_1";
+    job.cpu_nr_periods = 10 * n;
+    s.job_cgroup = job;
+    return s;
+}
+
 // Runs a stateless rule over (prev, cur) with rates computed between them.
 template <typename Rule>
 std::vector<Finding> run_pair(Rule rule, const Snapshot& prev, const Snapshot& cur,

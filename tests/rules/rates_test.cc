@@ -14,27 +14,6 @@ using namespace stallscope::test;
 
 namespace {
 
-Snapshot node(double t, std::uint64_t n) {
-    Snapshot s = at(t);
-    s.interfaces.push_back(
-        iface("ib0", 1000 * n, n, 0, counters({{"rx_prio3_pause", 10 * n}, {"tx_pause", n}})));
-    s.interfaces.push_back(iface("eth0", 10 * n));
-    RdmaPort a = port("mlx5_10", counters({{"np_cnp_sent", 3 * n}, {"out_of_buffer", n}}),
-                      counters({{"port_rcv_data", 100 * n}}));
-    RdmaPort b = port("mlx5_2", counters({{"np_cnp_sent", 2 * n}}), counters({{"port_rcv_data", 50 * n}}));
-    s.rdma = {a, b};
-    s.gpus = {gpu(0, 90), gpu(1, 90)};
-    s.gpus[1].uuid.clear();  // keyed "gpu1"
-    for (auto& g : s.gpus) g.energy_mj = 1000 * n, g.ecc_corrected = n;
-    s.host_stats.oom_kills = n;
-    s.host_stats.psi.io_full_total_us = 7 * n;
-    JobCgroup job;
-    job.path = "/job_1";
-    job.cpu_nr_periods = 10 * n;
-    s.job_cgroup = job;
-    return s;
-}
-
 // What the original map-based code gave, as JSON (iteration order included).
 std::string fresh(const Snapshot& a, const Snapshot& b) {
     return to_json(compute_rates(a, b)).dump();
@@ -44,33 +23,33 @@ std::string fresh(const Snapshot& a, const Snapshot& b) {
 
 TEST_CASE("Rates reused across samples equal fresh ones while interfaces, ports and GPUs come and go") {
     std::vector<Snapshot> series;
-    for (int i = 0; i < 4; ++i) series.push_back(node(i, 10 + i * i));
+    for (int i = 0; i < 4; ++i) series.push_back(counting_node(i, 10 + i * i));
     series[2].gpus[0].energy_mj.reset();         // same layout, one counter unreadable: a shorter row
     series[2].interfaces[1].rx_packets.reset();  // and on an interface
     series[2].rdma[1].counters.clear();          // a port's whole row empty
     series.push_back(series.back());             // same time: no deltas at all
-    Snapshot gone = node(5, 40);
+    Snapshot gone = counting_node(5, 40);
     gone.interfaces.pop_back();  // eth0 disappears
     gone.rdma.erase(gone.rdma.begin());
     gone.gpus[0].energy_mj.reset();  // one counter unreadable this time
     series.push_back(gone);
-    Snapshot back = node(6, 50);
+    Snapshot back = counting_node(6, 50);
     std::swap(back.interfaces[0], back.interfaces[1]);  // same entities, other order
     back.job_cgroup->path = "/job_2";                   // another cgroup: not compared
     series.push_back(back);
-    Snapshot twice = node(7, 60);
+    Snapshot twice = counting_node(7, 60);
     twice.interfaces.push_back(iface("ib0", 1));  // a name listed twice (garbage input)
     series.push_back(twice);
-    series.push_back(node(8, 70));
-    Snapshot renamed = node(9, 80);  // same count of counters, one of them under another name
+    series.push_back(counting_node(8, 70));
+    Snapshot renamed = counting_node(9, 80);  // same count of counters, one of them under another name
     renamed.rdma[0].hw_counters.erase("np_cnp_sent");
     renamed.rdma[0].hw_counters["np_ecn_marked_roce_packets"] = 9;
     series.push_back(renamed);
-    series.push_back(node(10, 90));
-    Snapshot swapped = node(11, 100);  // a row reused for another entity with other counters
+    series.push_back(counting_node(10, 90));
+    Snapshot swapped = counting_node(11, 100);  // a row reused for another entity with other counters
     swapped.rdma[1].hw_counters = counters({{"out_of_sequence", 100}, {"rp_cnp_handled", 100}});
     series.push_back(swapped);
-    series.push_back(node(12, 110));
+    series.push_back(counting_node(12, 110));
 
     Rates reused;
     for (std::size_t i = 1; i < series.size(); ++i) {
@@ -97,7 +76,7 @@ TEST_CASE("Rates reused across samples equal fresh ones while interfaces, ports 
 }
 
 TEST_CASE("Rows and entities iterate in name order, as the JSON and the rules expect") {
-    const Rates r = compute_rates(node(0, 10), node(1, 20));
+    const Rates r = compute_rates(counting_node(0, 10), counting_node(1, 20));
     std::vector<std::string> ports;
     for (const auto& [key, row] : r.rdma_hw_counters) ports.push_back(key);
     CHECK(ports == std::vector<std::string>{"mlx5_10/1", "mlx5_2/1"});
@@ -123,11 +102,11 @@ TEST_CASE("A pause counter named like a net/dev column replaces the column's del
 
 TEST_CASE("An unchanged layout is rewritten in place: rows keep their storage between samples") {
     Rates r;
-    compute_rates_into(r, node(0, 10), node(1, 20));
+    compute_rates_into(r, counting_node(0, 10), counting_node(1, 20));
     const auto* row = &r.rdma_counters.begin()->second;
     const auto* cell = &*row->begin();
     const char* name = row->begin()->first.data();
-    compute_rates_into(r, node(1, 20), node(2, 35));
+    compute_rates_into(r, counting_node(1, 20), counting_node(2, 35));
     CHECK(&r.rdma_counters.begin()->second == row);
     CHECK(&*r.rdma_counters.begin()->second.begin() == cell);
     CHECK(r.rdma_counters.begin()->second.begin()->first.data() == name);
@@ -135,7 +114,7 @@ TEST_CASE("An unchanged layout is rewritten in place: rows keep their storage be
 }
 
 TEST_CASE("A rule's counter is found by index, and by name again once a row is edited by hand") {
-    Rates r = compute_rates(node(0, 10), node(1, 20));
+    Rates r = compute_rates(counting_node(0, 10), counting_node(1, 20));
     DeltaRow& hw = r.rdma_hw_counters.find("mlx5_10/1")->second;
     REQUIRE(hw.cell("np_cnp_sent"));
     CHECK(hw.cell("np_cnp_sent")->delta == 30);

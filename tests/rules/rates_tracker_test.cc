@@ -15,28 +15,6 @@ using namespace stallscope::test;
 
 namespace {
 
-Snapshot node(double t, std::uint64_t n) {
-    Snapshot s = at(t);
-    s.interfaces.push_back(
-        iface("ib0", 1000 * n, n, 0, counters({{"rx_prio3_pause", 10 * n}, {"tx_pause", n}})));
-    s.interfaces.push_back(iface("eth0", 10 * n));
-    s.rdma = {port("mlx5_10", counters({{"np_cnp_sent", 3 * n}, {"out_of_buffer", n}}),
-                   counters({{"port_rcv_data", 100 * n}})),
-              port("mlx5_2", counters({{"np_cnp_sent", 2 * n}}), counters({{"port_rcv_data", 50 * n}}))};
-    s.gpus = {gpu(0, 90), gpu(1, 90)};
-    s.gpus[1].uuid.clear();  // keyed "gpu1"
-    for (auto& g : s.gpus) g.energy_mj = 1000 * n, g.ecc_corrected = n;
-    s.gpus[0].interconnect = GpuInterconnect{};
-    s.gpus[0].interconnect->nvlink_tx_bytes = 4096 * n;
-    s.host_stats.oom_kills = n;
-    s.host_stats.psi.io_full_total_us = 7 * n;
-    JobCgroup job;
-    job.path = "/job_1";
-    job.cpu_nr_periods = 10 * n;
-    s.job_cgroup = job;
-    return s;
-}
-
 // What walking the sample's RDMA maps reads: each port's counters then hw_counters, in order.
 std::vector<Counter> rdma_maps(const Snapshot& s) {
     std::vector<Counter> values;
@@ -69,7 +47,7 @@ void check_series(const std::vector<Snapshot>& series, RatesTracker& tracker) {
 
 TEST_CASE("A steady node: rates as compute_rates gives them, without rebuilding the layout") {
     std::vector<Snapshot> series;
-    for (int i = 0; i < 8; ++i) series.push_back(node(i, 10 + i * i));
+    for (int i = 0; i < 8; ++i) series.push_back(counting_node(i, 10 + i * i));
     RatesTracker tracker;
     check_series(series, tracker);
     // The first sample has no rates to resolve cells in; the second does; from then on, none.
@@ -79,37 +57,37 @@ TEST_CASE("A steady node: rates as compute_rates gives them, without rebuilding 
 
 TEST_CASE("Interfaces, ports, GPUs, counters and the job cgroup come and go: still compute_rates") {
     std::vector<Snapshot> series;
-    for (int i = 0; i < 4; ++i) series.push_back(node(i, 10 + i * i));
+    for (int i = 0; i < 4; ++i) series.push_back(counting_node(i, 10 + i * i));
     series[2].gpus[0].energy_mj.reset();         // same layout, one counter unreadable: a shorter row
     series[2].interfaces[1].rx_packets.reset();  // and on an interface
     series[2].rdma[1].counters.clear();          // a port's whole row empty
     series[3].rdma[0].hw_counters["out_of_buffer"].reset();  // unreadable this time
     series.push_back(series.back());                         // same time: no deltas at all
-    Snapshot gone = node(5, 40);
+    Snapshot gone = counting_node(5, 40);
     gone.interfaces.pop_back();  // eth0 disappears
     gone.rdma.erase(gone.rdma.begin());
     gone.gpus[0].interconnect.reset();
     series.push_back(gone);
-    Snapshot back = node(6, 50);
+    Snapshot back = counting_node(6, 50);
     std::swap(back.interfaces[0], back.interfaces[1]);  // same entities, other order
     back.job_cgroup->path = "/job_2";                   // another cgroup: not compared
     series.push_back(back);
-    Snapshot twice = node(7, 60);
+    Snapshot twice = counting_node(7, 60);
     twice.interfaces.push_back(iface("ib0", 1));  // a name listed twice (garbage input)
     series.push_back(twice);
-    series.push_back(node(8, 70));
-    Snapshot renamed = node(9, 80);
+    series.push_back(counting_node(8, 70));
+    Snapshot renamed = counting_node(9, 80);
     renamed.rdma[0].hw_counters.erase("np_cnp_sent");
     renamed.rdma[0].hw_counters["np_cnp_sent_x"] = 5;  // same count, another name
     series.push_back(renamed);
-    Snapshot earlier = node(8.5, 90);  // the clock went back: no deltas
+    Snapshot earlier = counting_node(8.5, 90);  // the clock went back: no deltas
     series.push_back(earlier);
-    series.push_back(node(10, 100));
-    Snapshot wrapped = node(11, 100);
+    series.push_back(counting_node(10, 100));
+    Snapshot wrapped = counting_node(11, 100);
     wrapped.host_stats.oom_kills = 0;  // went down: a reset
     series.push_back(wrapped);
-    series.push_back(node(12, 120));
-    series.push_back(node(13, 130));
+    series.push_back(counting_node(12, 120));
+    series.push_back(counting_node(13, 130));
     RatesTracker tracker;
     check_series(series, tracker);
 }
@@ -128,11 +106,11 @@ TEST_CASE("A pause counter named like a net/dev column replaces the column's del
 
 TEST_CASE("A steady layout is rewritten in place: the same cells every sample") {
     RatesTracker tracker;
-    tracker.update(node(0, 10));
-    tracker.update(node(1, 20));
-    const Rates* r = tracker.update(node(2, 35));
+    tracker.update(counting_node(0, 10));
+    tracker.update(counting_node(1, 20));
+    const Rates* r = tracker.update(counting_node(2, 35));
     const CounterDelta* cell = &r->rdma_counters.begin()->second.begin()->second;
-    const Rates* again = tracker.update(node(3, 50));
+    const Rates* again = tracker.update(counting_node(3, 50));
     CHECK(again == r);
     CHECK(&again->rdma_counters.begin()->second.begin()->second == cell);
     CHECK(cell->delta == 1500);

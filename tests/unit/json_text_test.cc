@@ -16,6 +16,21 @@ std::string compact(const Json& j) {
     REQUIRE(append_compact_json(out, j));
     return out;
 }
+
+// Writes `j` with append_compact_json: the text must be dump()'s, or declined exactly where dump() throws.
+struct AgreesWithDump {
+    std::size_t written = 0, declined = 0;
+    void operator()(const Json& j) {
+        std::string out;
+        if (append_compact_json(out, j)) {
+            ++written;
+            CHECK(out == j.dump());
+        } else {
+            ++declined;
+            CHECK_THROWS(j.dump());
+        }
+    }
+};
 }  // namespace
 
 TEST_CASE("a whole snapshot's JSON is dump()'s text, byte for byte") {
@@ -45,18 +60,8 @@ TEST_CASE("well-formed UTF-8 is written as dump() writes it: as is") {
 // Every 1- and 2-byte string, and 3- and 4-byte ones around each lead's limits: the writer agrees with
 // dump() where dump() writes, and declines exactly where dump() throws.
 TEST_CASE("ill-formed UTF-8 is declined exactly where dump() throws") {
-    std::size_t written = 0, declined = 0;
-    const auto check = [&](const std::string& bytes) {
-        const Json j = "<" + bytes + ">";
-        std::string out;
-        if (append_compact_json(out, j)) {
-            ++written;
-            CHECK(out == j.dump());
-        } else {
-            ++declined;
-            CHECK_THROWS(j.dump());
-        }
-    };
+    AgreesWithDump agrees;
+    const auto check = [&](const std::string& bytes) { agrees(Json("<" + bytes + ">")); };
     for (int a = 0; a < 256; ++a) {
         check(std::string(1, static_cast<char>(a)));
         for (int b = 0; b < 256; ++b) check({static_cast<char>(a), static_cast<char>(b)});
@@ -70,30 +75,22 @@ TEST_CASE("ill-formed UTF-8 is declined exactly where dump() throws") {
                 check(three);
                 for (const unsigned char fourth : edges) check(three + static_cast<char>(fourth));
             }
-    CHECK(written > 2000);
-    CHECK(declined > 2000);
+    CHECK(agrees.written > 2000);
+    CHECK(agrees.declined > 2000);
 }
 
 // Strings of 8 bytes and more are scanned a word at a time: every byte value at every position of a
 // 17-byte string, so each lane of two words and the tail are checked.
 TEST_CASE("every byte at every position of a longer string: dump()'s text, or declined where it throws") {
-    std::size_t written = 0, declined = 0;
+    AgreesWithDump agrees;
     for (int c = 0; c < 256; ++c)
         for (std::size_t at = 0; at < 17; ++at) {
             std::string text = "counter_name_abcd";
             text[at] = static_cast<char>(c);
-            const Json j = text;
-            std::string out;
-            if (append_compact_json(out, j)) {
-                ++written;
-                CHECK(out == j.dump());
-            } else {
-                ++declined;
-                CHECK_THROWS(j.dump());
-            }
+            agrees(Json(text));
         }
-    CHECK(written == 128 * 17);   // ASCII, escaped or not
-    CHECK(declined == 128 * 17);  // a lone byte >= 0x80 is never well-formed
+    CHECK(agrees.written == 128 * 17);   // ASCII, escaped or not
+    CHECK(agrees.declined == 128 * 17);  // a lone byte >= 0x80 is never well-formed
 }
 
 TEST_CASE("binary values are left to dump()") {

@@ -10,8 +10,10 @@
 #include "libstallscope/timeline/documents.h"
 #include "libstallscope/timeline/snapshot_diff.h"
 #include "libstallscope/timeline/timeline.h"
+#include "tests/unit/timeline_v2_roundtrip.h"
 
 using namespace stallscope;
+using stallscope::test::write_then_read;
 
 namespace {
 
@@ -217,22 +219,13 @@ TEST_CASE("derived and gauge lists through the real reader: a node's samples rea
         if (i % 11 == 0) s.gpus[0].temperature_c = std::nullopt;  // a gauge going null and back
         samples.push_back(std::move(s));
     }
-    {
-        TimelineWriter w(TimelineFormat::zstd_v2);
-        w.set_samples_per_frame(100);
-        std::string error;
-        REQUIRE(w.open(path, error));
-        REQUIRE(w.write_header(timeline_header(samples.front(), 1.0, {}), error));
-        for (const auto& s : samples) REQUIRE(w.append_sample(s, Profile{}, error));
-    }
-    TimelineContents c;
-    std::string error;
-    REQUIRE_MESSAGE(read_timeline(path, c, error), error);
-    CHECK(c.warnings.empty());
-    REQUIRE(c.samples.size() == samples.size());
+    std::vector<std::string> warnings;
+    const std::vector<Snapshot> read = write_then_read(samples, path, &warnings, 100);
+    CHECK(warnings.empty());
+    REQUIRE(read.size() == samples.size());
     for (std::size_t i = 0; i < samples.size(); ++i) {
         CAPTURE(i);
-        CHECK(to_json(c.samples[i]).dump() == to_json(samples[i]).dump());
+        CHECK(to_json(read[i]).dump() == to_json(samples[i]).dump());
     }
     std::remove(path.c_str());
     ::rmdir(tmpl);

@@ -16,8 +16,10 @@
 #include "libstallscope/timeline/timeline.h"
 #include "libstallscope/timeline/timeline_export.h"
 #include "tests/unit/snapshot_fixture.h"
+#include "tests/unit/timeline_v2_roundtrip.h"
 
 using namespace stallscope;
+using stallscope::test::write_then_read;
 
 namespace {
 
@@ -75,24 +77,6 @@ std::vector<Snapshot> moving(const Snapshot& base, int count) {
         out.push_back(std::move(s));
     }
     return out;
-}
-
-std::vector<Snapshot> write_then_read(const std::vector<Snapshot>& samples, const std::string& path,
-                                      std::vector<std::string>* warnings = nullptr, int per_frame = 0) {
-    {
-        TimelineWriter w(TimelineFormat::zstd_v2);
-        if (per_frame) w.set_samples_per_frame(per_frame);
-        std::string error;
-        REQUIRE(w.open(path, error));
-        REQUIRE(w.write_header(timeline_header(samples.front(), 1.0, {}), error));
-        for (const auto& s : samples) REQUIRE(w.append_sample(s, Profile{}, error));
-    }
-    TimelineContents c;
-    std::string error;
-    REQUIRE_MESSAGE(read_timeline(path, c, error), error);
-    CHECK(c.header["schema"] == kTimelineSchemaV2);
-    if (warnings) *warnings = c.warnings;
-    return c.samples;
 }
 
 void check_same(const std::vector<Snapshot>& read, const std::vector<Snapshot>& written, std::size_t count) {
