@@ -2,7 +2,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
+#include <limits>
 
 #include "libstallscope/model/snapshot_json.h"
 
@@ -20,13 +22,35 @@ void append_rfc3339(std::string& out, double epoch_seconds) {
         whole += 1;
         millis = 0;
     }
-    const std::time_t t = static_cast<std::time_t>(whole);
-    std::tm tm{};
-    ::gmtime_r(&t, &tm);
-    char buf[96];  // room for any int the compiler cannot rule out (-Wformat-truncation)
-    const int n = std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
-                                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, millis);
-    out.append(buf, static_cast<std::size_t>(std::clamp(n, 0, static_cast<int>(sizeof buf) - 1)));
+    // Samples come in order, each within the minute of the last: "YYYY-MM-DDTHH:MM:" is kept per thread
+    // and only the seconds are written (gmtime_r and snprintf took ~0.2 us, a tenth of reading a sample).
+    struct Minute {
+        double start = std::numeric_limits<double>::quiet_NaN();  // matches nothing
+        char text[18] = {};
+    };
+    thread_local Minute minute;
+    const double minute_start = std::floor(whole / 60) * 60;
+    if (minute_start != minute.start) {
+        const std::time_t t = static_cast<std::time_t>(minute_start);
+        std::tm tm{};
+        ::gmtime_r(&t, &tm);
+        char buf[96];  // room for any int the compiler cannot rule out (-Wformat-truncation)
+        // 17 characters: the clamp above keeps the year within four digits.
+        std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:", tm.tm_year + 1900, tm.tm_mon + 1,
+                      tm.tm_mday, tm.tm_hour, tm.tm_min);
+        std::memcpy(minute.text, buf, 17);
+        minute.start = minute_start;
+    }
+    const int seconds = static_cast<int>(whole - minute_start);  // 0..59
+    const char tail[] = {static_cast<char>('0' + seconds / 10),
+                         static_cast<char>('0' + seconds % 10),
+                         '.',
+                         static_cast<char>('0' + millis / 100),
+                         static_cast<char>('0' + millis / 10 % 10),
+                         static_cast<char>('0' + millis % 10),
+                         'Z'};
+    out.append(minute.text, 17);
+    out.append(tail, sizeof tail);
 }
 
 std::string format_rfc3339(double epoch_seconds) {

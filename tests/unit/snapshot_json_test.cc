@@ -2,6 +2,9 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <ctime>
 #include <limits>
 
 #include "tests/unit/snapshot_fixture.h"
@@ -83,4 +86,37 @@ TEST_CASE("RFC 3339 times parse and print in UTC") {
     CHECK(format_rfc3339(1.79e29) == "9999-12-31T23:59:59.000Z");
     CHECK(format_rfc3339(-1e300) == "0001-01-01T00:00:00.000Z");
     CHECK(format_rfc3339(std::numeric_limits<double>::quiet_NaN()) == "1970-01-01T00:00:00.000Z");
+}
+
+// What format_rfc3339 wrote before it kept the minute's text: gmtime_r and strftime for each time.
+static std::string rfc3339_whole(double t) {
+    t = std::clamp(t, -62135596800.0, 253402300799.0);
+    double whole = std::floor(t);
+    long millis = std::lround((t - whole) * 1000.0);
+    if (millis == 1000) whole += 1, millis = 0;
+    const std::time_t seconds = static_cast<std::time_t>(whole);
+    std::tm tm{};
+    ::gmtime_r(&seconds, &tm);
+    char date[32], text[64];
+    std::strftime(date, sizeof date, "%m-%dT%H:%M:%S", &tm);  // %Y would not pad year 1 to four digits
+    std::snprintf(text, sizeof text, "%04d-%s.%03ldZ", tm.tm_year + 1900, date, millis);
+    return text;
+}
+
+TEST_CASE("RFC 3339 text with the kept minute: the same text for times in order, out of order, anywhere") {
+    std::vector<double> times;
+    for (double t = 1795160340.0; t < 1795160340.0 + 400; t += 0.999) times.push_back(t);  // in order
+    for (double t : {59.9996, 60.0, 119.9994, -0.0004, -0.5, -60.0, -61.25, -62135596800.0, 253402300799.0,
+                     951782400.0 - 0.25, 951782400.0, 4107542399.5})  // leap days, the edges
+        times.push_back(t);
+    std::uint64_t state = 12345;  // and jumps anywhere in the range
+    for (int i = 0; i < 2000; ++i) {
+        state = state * 6364136223846793005u + 1442695040888963407u;
+        times.push_back(-62135596800.0 +
+                        static_cast<double>(state >> 11) / 9007199254740992.0 * 315537897599.0);
+    }
+    for (const double t : times) {
+        CAPTURE(t);
+        CHECK(format_rfc3339(t) == rfc3339_whole(t));
+    }
 }
