@@ -78,6 +78,7 @@ void SnapshotDiffEncoder::append_record(Json&& tree, std::string& out) {
         return;
     }
     begin_changes();
+    derive_time(tree);
     diff(previous_, tree);
     end_changes(out);
     previous_ = std::move(tree);
@@ -318,12 +319,14 @@ void SnapshotDiffDecoder::keyframe(Json&& tree) {
     tree_ = std::move(tree);
     have_tree_ = true;
     moved_nodes();
+    remember_unix_time();
 }
 
 void SnapshotDiffDecoder::reset() {
     tree_ = Json();
     have_tree_ = false;
     moved_nodes();
+    remember_unix_time();
 }
 
 Json* SnapshotDiffDecoder::find(std::string_view pointer, std::string& problem) {
@@ -428,6 +431,7 @@ bool SnapshotDiffDecoder::set_number(NodeRef& ref, std::string_view pointer, dou
 bool SnapshotDiffDecoder::set(std::string_view pointer, Json&& value, std::string& problem) {
     Json* node = find(pointer, problem);
     if (!node) return false;
+    if (pointer.empty() || pointer == "/time") time_set_ = true;  // not derived (snapshot_diff.h)
     // Replacing a container invalidates every cached node under it.
     if (node->is_structured() || value.is_structured()) moved_nodes();
     *node = std::move(value);

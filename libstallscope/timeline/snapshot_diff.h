@@ -20,6 +20,11 @@
 // of the compressed size. A listed integer that did not move is a 0. A record where nothing listed moved
 // has no "a" ("g"). A reader also takes "add": {pointer: difference}. Order: "a" (plain, then derived)
 // and "add", then "g", then "set".
+// "/time" is derived: after a record that changed "/unix_time" (to a number) and did not set "/time" (nor
+// ""), a reader whose "/time" is a string makes it format_rfc3339("/unix_time") (the RFC 3339 text, in
+// milliseconds, UTC). The writer sets "/time" in such a record whenever its text is not that, so a
+// tree that is not to_json's still reads back as written; to_json's never needs it. Records written
+// before this rule (November 2026) set "/time" with every "/unix_time", which reads the same.
 #pragma once
 
 #include <cstdint>
@@ -56,6 +61,7 @@ class SnapshotDiffEncoder {
     void check_derived();
     Json* previous_part(const char* key);
     void diff_part(const char* key, Json&& after);
+    void keep_part(const char* key, Json&& after);  // previous_'s part becomes `after`, nothing written
     void diff_element(const char* key, std::size_t index, Json&& after);
     template <typename T>
     bool diff_moving(const char* key, std::size_t index, T& before, const T& after);
@@ -68,6 +74,7 @@ class SnapshotDiffEncoder {
     void write_key(std::string& section, bool& first);
     void write_add(std::int64_t delta);
     void set_replacing(const Json& before, const Json& after);
+    void derive_time(const Json& tree);
     void mark_removed();
 
     Json previous_;
@@ -121,6 +128,8 @@ class SnapshotDiffDecoder {
     bool set_number(std::string_view pointer, double value, bool& changed, std::string& problem);
     bool set_number(NodeRef& ref, std::string_view pointer, double value, bool& changed,
                     std::string& problem);
+    // After a record's changes: derives "/time" from "/unix_time" (the rule above).
+    void end_record();
     // Forget the tree (a damaged stream): changes are refused until the next keyframe.
     void reset();
 
@@ -143,6 +152,13 @@ class SnapshotDiffDecoder {
     std::unordered_map<std::string, Json*, Hash, std::equal_to<>> nodes_;
     std::string key_;               // scratch for an unescaped pointer segment
     std::uint64_t generation_ = 1;  // NodeRefs of another generation are looked up again
+    // The "/time" rule: "/unix_time" as the last record (or keyframe) left it, and whether this record
+    // set "/time" itself.
+    void remember_unix_time();
+    Json last_unix_time_;
+    bool time_set_ = false;
+    NodeRef unix_time_ref_, time_ref_;
+    std::string scratch_problem_;
 };
 
 // JSON string text of `s` (quotes, escapes), appended.

@@ -2,6 +2,7 @@
 // changed (snapshot_diff.h), and for an interface, RDMA port or GPU whose only changes are its moving
 // numbers, from those numbers alone: no JSON of the element is built, its previous tree's leaves are
 // compared and updated in place. The output is the same as comparing the whole to_json trees.
+#include <cmath>
 #include <cstring>
 #include <span>
 
@@ -67,7 +68,11 @@ void SnapshotDiffEncoder::append_record(const Snapshot& s, std::string& out) {
     part_hint_ = 0;
     part_missing_ = false;
     if (!same_double(p.time, s.time)) {
-        diff_part("time", format_rfc3339(s.time));
+        // Readers derive "/time" from a finite "/unix_time" (snapshot_diff.h): kept, not written.
+        if (std::isfinite(s.time))
+            keep_part("time", format_rfc3339(s.time));
+        else
+            diff_part("time", format_rfc3339(s.time));
         diff_part("unix_time", s.time);
         p.time = s.time;
     }
@@ -219,6 +224,13 @@ void SnapshotDiffEncoder::diff_part(const char* key, Json&& after) {
     Json* before = previous_part(key);
     if (!before) return;
     diff(*before, after);
+    stack_.pop_back();
+    *before = std::move(after);
+}
+
+void SnapshotDiffEncoder::keep_part(const char* key, Json&& after) {
+    Json* before = previous_part(key);
+    if (!before) return;
     stack_.pop_back();
     *before = std::move(after);
 }

@@ -210,6 +210,7 @@ class Reader {
                 else
                     touch(target_of(field.key));
             }
+        decoder_.end_record();  // "/time" from "/unix_time"; kept_ reads the number (unix_time)
         return true;
     }
 
