@@ -27,7 +27,7 @@ struct SampleLine {
 Json sample_line_to_json(const SampleLine& line);
 
 // Appends sample_line_to_json(line).dump()'s bytes. False, with `out` partly written, where it cannot
-// promise them: a non-ASCII string (dump() checks UTF-8 and may throw); then use the tree.
+// promise them: a string of ill-formed UTF-8 (dump() checks UTF-8 and may throw); then use the tree.
 bool append_sample_line_json(std::string& out, const SampleLine& line);
 
 // The parts, each appending to_json(x).dump()'s bytes (false: as above).

@@ -1,5 +1,7 @@
 #include "libstallscope/timeline/timeline_export.h"
 
+#include "libstallscope/model/snapshot_json_text.h"
+
 namespace stallscope {
 namespace {
 
@@ -18,7 +20,24 @@ class Exporter final : public TimelineVisitor {
         write(v1);
     }
     void sample(Snapshot&& snapshot) override { sample_view(snapshot); }
-    void sample_view(const Snapshot& snapshot) override {  // no copy of the reader's sample
+    // No copy of the reader's sample. The line is {"type":"sample", then to_json(snapshot)'s members}:
+    // written straight from the struct (snapshot_json_text.h: dump()'s bytes, ~4x faster than building
+    // and dumping the tree), or through the tree where that writer cannot promise the bytes (ill-formed
+    // UTF-8, which dump() replaces; a sample read from a timeline has none, the reader checks UTF-8).
+    void sample_view(const Snapshot& snapshot) override {
+        text_.assign(R"({"type":"sample")");
+        const std::size_t members = text_.size();
+        if (append_snapshot_json(text_, snapshot) && text_.size() > members + 1 && text_[members] == '{') {
+            if (text_.size() == members + 2) {  // "{}": no members
+                text_.resize(members);
+                text_.push_back('}');
+            } else {
+                text_[members] = ',';  // the snapshot's closing brace closes the line
+            }
+            text_.push_back('\n');
+            std::fwrite(text_.data(), 1, text_.size(), out_);
+            return;
+        }
         line_ = Json{{"type", "sample"}};
         fields_ = to_json(snapshot);
         for (auto& [key, value] : fields_.items()) line_[key] = std::move(value);

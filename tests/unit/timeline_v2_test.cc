@@ -402,6 +402,33 @@ TEST_CASE("export gives v1 lines, every sample whole, that read back to the same
     check_same(c.samples, written, written.size());
 }
 
+TEST_CASE("export writes each sample line as the tree's dump() would, UTF-8 text included") {
+    const std::string dir = temp_dir();
+    auto written = moving(node_snapshot(std::string(STALLSCOPE_FIXTURES_DIR) + "/nodes/roce"), 6);
+    written[2].warnings.push_back("GPU 3: température élevée");  // UTF-8, written as is
+    written[3].warnings.push_back("bad byte \xff");  // the timeline holds U+FFFD (dump()'s replace)
+    const auto read = write_then_read(written, dir + "/t.jsonl.zst");
+    std::FILE* out = std::fopen((dir + "/exported.jsonl").c_str(), "w");
+    REQUIRE(out != nullptr);
+    std::vector<std::string> warnings;
+    std::string error;
+    REQUIRE_MESSAGE(export_timeline(dir + "/t.jsonl.zst", out, warnings, error), error);
+    std::fclose(out);
+    std::ifstream in(dir + "/exported.jsonl");
+    std::size_t samples = 0;
+    for (std::string line; std::getline(in, line);) {
+        if (line.rfind(R"({"type":"sample")", 0) != 0) continue;
+        REQUIRE(samples < read.size());
+        Json tree = {{"type", "sample"}};
+        const Json fields = to_json(read[samples]);  // not to_json(...).items(): a temporary's dangle
+        for (auto& [key, value] : fields.items()) tree[key] = value;
+        CAPTURE(samples);
+        CHECK(line == tree.dump(-1, ' ', false, Json::error_handler_t::replace));
+        ++samples;
+    }
+    CHECK(samples == written.size());
+}
+
 TEST_CASE("an unfinished frame followed by a new one (helper killed, then restarted): nothing is lost") {
     const std::string dir = temp_dir();
     const auto written = moving(node_snapshot(std::string(STALLSCOPE_FIXTURES_DIR) + "/nodes/roce"), 10);
