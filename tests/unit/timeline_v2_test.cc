@@ -374,20 +374,27 @@ TEST_CASE(
     check_same(after, expected, 3);
 }
 
+// `stallscope export` of `path` into `to`, and its lines (the export succeeds without warnings).
+static std::vector<std::string> exported_lines(const std::string& path, const std::string& to) {
+    std::FILE* out = std::fopen(to.c_str(), "w");
+    REQUIRE(out != nullptr);
+    std::vector<std::string> warnings;
+    std::string error;
+    REQUIRE_MESSAGE(export_timeline(path, out, warnings, error), error);
+    std::fclose(out);
+    CHECK(warnings.empty());
+    std::ifstream in(to);
+    std::vector<std::string> lines;
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    return lines;
+}
+
 TEST_CASE("export gives v1 lines, every sample whole, that read back to the same samples") {
     const std::string dir = temp_dir();
     const auto written = moving(node_snapshot(std::string(STALLSCOPE_FIXTURES_DIR) + "/nodes/roce"), 7);
     write_then_read(written, dir + "/t.jsonl.zst", nullptr, 3);
-    std::FILE* out = std::fopen((dir + "/exported.jsonl").c_str(), "w");
-    REQUIRE(out != nullptr);
-    std::vector<std::string> warnings;
-    std::string error;
-    REQUIRE_MESSAGE(export_timeline(dir + "/t.jsonl.zst", out, warnings, error), error);
-    std::fclose(out);
-    CHECK(warnings.empty());
-    std::ifstream in(dir + "/exported.jsonl");
     int samples = 0;
-    for (std::string line; std::getline(in, line);) {
+    for (const std::string& line : exported_lines(dir + "/t.jsonl.zst", dir + "/exported.jsonl")) {
         const Json j = Json::parse(line);
         if (j["type"] == "sample") {
             ++samples;
@@ -398,6 +405,7 @@ TEST_CASE("export gives v1 lines, every sample whole, that read back to the same
     }
     CHECK(samples == 7);
     TimelineContents c;
+    std::string error;
     REQUIRE(read_timeline(dir + "/exported.jsonl", c, error));
     check_same(c.samples, written, written.size());
 }
@@ -408,15 +416,8 @@ TEST_CASE("export writes each sample line as the tree's dump() would, UTF-8 text
     written[2].warnings.push_back("GPU 3: température élevée");  // UTF-8, written as is
     written[3].warnings.push_back("bad byte \xff");  // the timeline holds U+FFFD (dump()'s replace)
     const auto read = write_then_read(written, dir + "/t.jsonl.zst");
-    std::FILE* out = std::fopen((dir + "/exported.jsonl").c_str(), "w");
-    REQUIRE(out != nullptr);
-    std::vector<std::string> warnings;
-    std::string error;
-    REQUIRE_MESSAGE(export_timeline(dir + "/t.jsonl.zst", out, warnings, error), error);
-    std::fclose(out);
-    std::ifstream in(dir + "/exported.jsonl");
     std::size_t samples = 0;
-    for (std::string line; std::getline(in, line);) {
+    for (const std::string& line : exported_lines(dir + "/t.jsonl.zst", dir + "/exported.jsonl")) {
         if (line.rfind(R"({"type":"sample")", 0) != 0) continue;
         REQUIRE(samples < read.size());
         Json tree = {{"type", "sample"}};
