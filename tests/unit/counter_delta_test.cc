@@ -2,6 +2,8 @@
 
 #include <doctest/doctest.h>
 
+#include <bit>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 
@@ -46,4 +48,25 @@ TEST_CASE("missing on either side, or a non-positive interval, gives no delta") 
     CHECK_FALSE(counter_delta(5, std::nullopt, 1.0));
     CHECK_FALSE(counter_delta(1, 2, 0.0));
     CHECK_FALSE(counter_delta(1, 2, -1.0));
+}
+
+// counter_delta_into skips the division for a counter that stood still: its rate must still be the bits
+// the division gives (+0.0, not -0.0), and every other rate the division's own, at any interval > 0.
+TEST_CASE("per_second is delta / interval to the bit, a counter that stood still included") {
+    const double intervals[] = {
+        std::numeric_limits<double>::denorm_min(), 1e-300, 0.001, 0.999, 1.0, 3.0, 1e300,
+        std::numeric_limits<double>::infinity()};
+    const std::uint64_t deltas[] = {0, 1, 3, 600, 1ULL << 40, std::numeric_limits<std::uint64_t>::max()};
+    for (const double dt : intervals)
+        for (const std::uint64_t delta : deltas) {
+            CAPTURE(dt);
+            CAPTURE(delta);
+            stallscope::CounterDelta d;
+            d.per_second = -1;  // a stale value in a reused cell
+            stallscope::counter_delta_into(0, delta, dt, d);
+            REQUIRE(d.delta == delta);
+            const double expected = static_cast<double>(delta) / dt;
+            CHECK(std::bit_cast<std::uint64_t>(d.per_second) == std::bit_cast<std::uint64_t>(expected));
+            CHECK_FALSE(std::signbit(d.per_second));
+        }
 }
