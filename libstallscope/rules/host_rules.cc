@@ -2,23 +2,11 @@
 
 #include <algorithm>
 #include <cctype>
+#include <span>
 
 #include "libstallscope/rules/cgroup_rules.h"
 
 namespace stallscope {
-namespace {
-
-std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
-    h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-    return h;
-}
-
-std::uint64_t mix_counters(std::uint64_t h, const CounterMap& m) {
-    for (const auto& [name, value] : m) h = mix(h, value ? *value + 1 : 0);
-    return h;
-}
-
-}  // namespace
 
 void host_pressure_rule(const RuleInput& in, std::vector<Finding>& out) {
     if (job_pressure_known(in.cur)) return;  // issue 15: the job's own PSI decides (job_*_pressure)
@@ -192,14 +180,25 @@ void StaleTelemetryRule::evaluate(const RuleInput& in, std::vector<Finding>& out
         out.push_back(std::move(finding));
     };
     if (!in.cur.rdma.empty()) {
-        std::uint64_t h = 0;
+        // The counters themselves against the last sample's, not a hash of them: a hash chained over
+        // every counter (~370 on a DGX) was a serial dependency the length of the list, where this
+        // compare stops at the first counter that moved (the steady case) and copies a flat array.
+        std::span<const Counter> values;
         if (in.rdma_values) {  // the same values in the same order, without a second walk of the maps
-            for (const Counter& v : *in.rdma_values) h = mix(h, v ? *v + 1 : 0);
+            values = *in.rdma_values;
         } else {
-            for (const auto& p : in.cur.rdma) h = mix_counters(mix_counters(h, p.counters), p.hw_counters);
+            rdma_walked_.clear();
+            for (const auto& p : in.cur.rdma)
+                for (const CounterMap* m : {&p.counters, &p.hw_counters})
+                    for (const auto& [name, value] : *m) rdma_walked_.push_back(value);
+            values = rdma_walked_;
+        }
+        if (!std::equal(values.begin(), values.end(), rdma_last_.begin(), rdma_last_.end())) {
+            rdma_last_.assign(values.begin(), values.end());
+            ++rdma_changes_;
         }
         Family& f = rdma_;
-        track(f, h, now);
+        track(f, rdma_changes_, now);
         if (frozen(f)) judge("rdma", f, "rdma", SubjectKind::kOther, "all RDMA port counters");
     }
     std::string& buf = buf_;

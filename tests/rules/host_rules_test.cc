@@ -86,3 +86,38 @@ TEST_CASE("RDMA counters that moved and then froze while samples kept coming are
     StaleTelemetryRule quiet;
     CHECK(run_series(quiet, series).empty());
 }
+
+// The rule compares every RDMA counter with its value last sample (from the maps, or from the
+// profiler's flat copy): one counter moving anywhere, or turning unreadable, is a change.
+TEST_CASE("Stale RDMA telemetry: any one counter that moves or turns null restarts the frozen time") {
+    auto sample = [](int i) {
+        Snapshot s = at(i * 30);
+        const std::uint64_t last = i < 3 ? 1000 * i : 2000;  // moves, then frozen from t=60
+        s.rdma.push_back(port("mlx5_0", counters({{"a", 1}, {"b", 2}}), counters({{"c", 3}})));
+        s.rdma.push_back(port("mlx5_1", counters({{"d", 4}, {"e", 5}}), counters({{"f", 6}, {"g", last}})));
+        if (i >= 6) s.rdma[0].hw_counters["b"].reset();  // from t=180 unreadable: a change, then frozen
+        return s;
+    };
+    for (const bool flat : {false, true}) {
+        CAPTURE(flat);
+        StaleTelemetryRule rule;
+        std::vector<Finding> out;
+        std::vector<double> since;  // when the stale reason says the counters froze, sample by sample
+        for (int i = 0; i < 14; ++i) {
+            const Snapshot s = sample(i);
+            std::vector<Counter> values;  // what RatesTracker::rdma_values holds: ports, maps, names
+            for (const RdmaPort& p : s.rdma)
+                for (const CounterMap* m : {&p.counters, &p.hw_counters})
+                    for (const auto& [name, c] : *m) values.push_back(c);
+            const Thresholds t;
+            RuleInput in{s, nullptr, nullptr, t};
+            if (flat) in.rdma_values = std::span<const Counter>(values);
+            out.clear();
+            rule.evaluate(in, out);
+            since.push_back(out.empty() ? -1 : out[0].since);
+        }
+        // Frozen from 60: stale from 180 (120 s) -- but at 180 "b" turned null, so frozen again from
+        // 180 and stale from 300 (t = 300, sample 10) on.
+        CHECK(since == std::vector<double>{-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 180, 180, 180, 180});
+    }
+}
