@@ -12,6 +12,7 @@
 #include "libstallscope/model/rates.h"
 #include "libstallscope/model/snapshot.h"
 #include "libstallscope/rules/thresholds.h"
+#include "libstallscope/util/same_name.h"
 
 namespace stallscope {
 
@@ -116,6 +117,40 @@ inline std::optional<double> sum_deltas(const DeltaRow* row, std::initializer_li
             if (const CounterDelta* d = row->cell(name); d && !d->reset)
                 sum += static_cast<double>(d->delta), any = true;
     return any ? std::optional<double>(sum) : std::nullopt;
+}
+
+// Per-entity rule state by key (a GPU's key), for a rule that looks each entity of the sample up once per
+// sample, in the sample's order: entries in first-seen order, and the entry after the last one looked
+// up tried first, so the steady case is one key compare (same_name) where a std::map took a descent of
+// string compares (memcmp calls, several GPU rules each sample). Entries are never removed (as the maps
+// they replace, nothing erased them); a reference is valid until the next lookup of a new key.
+template <class T>
+class KeyedState {
+  public:
+    T& operator[](std::string_view key) {
+        const std::size_t n = items_.size();
+        if (n > 0) {
+            const std::size_t next = last_ + 1 < n ? last_ + 1 : 0;
+            for (std::size_t i = next, tried = 0; tried < n; ++tried, i = i + 1 < n ? i + 1 : 0)
+                if (same_name(items_[i].first, key)) {
+                    last_ = i;
+                    return items_[i].second;
+                }
+        }
+        items_.emplace_back(std::string(key), T{});
+        last_ = items_.size() - 1;
+        return items_.back().second;
+    }
+    std::size_t size() const { return items_.size(); }
+
+  private:
+    std::vector<std::pair<std::string, T>> items_;
+    std::size_t last_ = 0;
+};
+
+template <class T>
+T& entry(KeyedState<T>& state, std::string_view key) {
+    return state[key];
 }
 
 // Label precedence: FAIL_RISK > SLOW > UNKNOWN > FAST (positive evidence beats missing data).

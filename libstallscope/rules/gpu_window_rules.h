@@ -35,7 +35,7 @@ class HwSlowdownRule {
         double total = 0;
         double set[3] = {0, 0, 0};  // per kind, in the order of the kinds table in the .cc
     };
-    std::map<std::string, Window, std::less<>> history_;
+    KeyedState<Window> history_;  // by GPU key
     double last_time_ = -1;
 };
 
@@ -50,7 +50,7 @@ class ThermalThrottleRule {
     struct Peak {
         double clock = 0, temp = 0, since = 0;
     };
-    std::map<std::string, Peak, std::less<>> peaks_;
+    KeyedState<Peak> peaks_;  // by GPU key
 };
 
 // gpu_busy_wait_hang (FAIL_RISK): utilization >= hang_util_pct while power <= hang_power_max_frac of
@@ -65,7 +65,7 @@ class BusyWaitHangRule {
         int samples = 0;
         double since = 0;
     };
-    std::map<std::string, Run, std::less<>> runs_;
+    KeyedState<Run> runs_;  // by GPU key
 };
 
 // gpu_idle (SLOW): N of M GPUs at <= gpu_idle_util_pct continuously for >= gpu_idle_window_seconds.

@@ -239,3 +239,29 @@ TEST_CASE("straggler by power alone: only when every peer reports its power") {
     StragglerRule partial;
     CHECK(run_series(partial, {gpus_at(0, g)}, t).empty());
 }
+
+// The GPU rules keep their per-GPU state in a KeyedState (tried first: the entry after the last one looked
+// up): whatever order the keys come in, it must answer as a map would.
+TEST_CASE("KeyedState answers as a map, whatever order the GPUs come in") {
+    KeyedState<int> state;
+    std::map<std::string, int> reference;
+    const std::vector<std::vector<std::string>> samples = {
+        {"GPU-a", "GPU-b", "GPU-c"},           {"GPU-a", "GPU-b", "GPU-c"},             // steady
+        {"GPU-c", "GPU-a", "GPU-b"},           {"GPU-b"},                               // rotated; one GPU
+        {"GPU-c", "GPU-b", "GPU-a"},                                                    // reversed
+        {"GPU-a", "gpu3", "GPU-b", "GPU-c"},   {"GPU-a", "gpu3", "GPU-b", "GPU-c"},     // one more
+        {"GPU-a", "GPU-a", "GPU-c"},           {"GPU-ab", "GPU-a", "GPU-abc", "gpu3"},  // twice; prefixes
+        {"GPU-a", "GPU-b", "GPU-c", "GPU-ab"},
+    };
+    int n = 0;
+    for (const auto& keys : samples)
+        for (const std::string& key : keys) {
+            CAPTURE(key);
+            int& mine = entry(state, key);
+            int& theirs = reference[key];
+            CHECK(mine == theirs);
+            mine = theirs = ++n;
+        }
+    CHECK(state.size() == reference.size());
+    for (const auto& [key, value] : reference) CHECK(entry(state, key) == value);
+}
