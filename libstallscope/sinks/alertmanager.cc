@@ -1,18 +1,15 @@
 #include "libstallscope/sinks/alertmanager.h"
 
-#include <curl/curl.h>
-
 #include <algorithm>
 #include <system_error>
 #include <utility>
 
+#include "libstallscope/sinks/curl_library.h"
 #include "stallscope_config.h"
 
 namespace stallscope {
 
 namespace {
-
-std::once_flag curl_init_once;
 
 extern "C" size_t discard_body(char*, size_t size, size_t count, void*) {
     return size * count;
@@ -34,10 +31,12 @@ std::unique_ptr<AlertmanagerSink> AlertmanagerSink::create(std::string url, Labe
                                                            AlertmanagerOptions options, std::string& error) {
     auto normalized = normalize_alertmanager_url(url, error);
     if (!normalized) return nullptr;
-    // curl_global_init is not thread-safe on older libcurl: run it once, before any worker exists.
-    std::call_once(curl_init_once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+    // Loaded (and curl_global_init'ed) here, before any worker thread exists.
+    const CurlLibrary* curl = curl_library(error);
+    if (curl == nullptr) return nullptr;
     std::unique_ptr<AlertmanagerSink> sink(
         new AlertmanagerSink(std::move(*normalized), std::move(static_labels), std::move(options)));
+    sink->curl_ = curl;
     try {
         sink->worker_ = std::thread([s = sink.get()] { s->run(); });
     } catch (const std::system_error& e) {
@@ -120,8 +119,8 @@ std::string AlertmanagerSink::last_error() const {
 }
 
 void AlertmanagerSink::run() {
-    CURL* easy = curl_easy_init();
-    CURLM* multi = curl_multi_init();
+    CURL* easy = curl_->easy_init();
+    CURLM* multi = curl_->multi_init();
     CurlHandles curl{easy, multi};
     for (;;) {
         std::string payload;
@@ -140,8 +139,8 @@ void AlertmanagerSink::run() {
         }
         post_with_retries(curl, payload);
     }
-    if (multi != nullptr) curl_multi_cleanup(multi);
-    if (easy != nullptr) curl_easy_cleanup(easy);
+    if (multi != nullptr) curl_->multi_cleanup(multi);
+    if (easy != nullptr) curl_->easy_cleanup(easy);
     {
         std::lock_guard lock(mutex_);
         worker_done_ = true;
@@ -190,33 +189,33 @@ bool AlertmanagerSink::post_once(const CurlHandles& handles, const std::string& 
         return false;
     }
     char error_buffer[CURL_ERROR_SIZE] = {};
-    curl_slist* headers = curl_slist_append(nullptr, "Content-Type: application/json");
-    headers = curl_slist_append(headers, "Expect:");  // no 100-continue round trip
-    curl_easy_reset(curl);
-    curl_easy_setopt(curl, CURLOPT_URL, url_.c_str());
-    curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);  // threads: no SIGALRM for DNS timeouts
-    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
-    curl_easy_setopt(curl, CURLOPT_USERAGENT, "stallscope/" STALLSCOPE_VERSION);
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, payload.data());
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(payload.size()));
-    curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS,
-                     static_cast<long>(std::min(options_.connect_timeout, timeout).count()));
-    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout.count()));
-    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, discard_body);
-    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error_buffer);
+    curl_slist* headers = curl_->slist_append(nullptr, "Content-Type: application/json");
+    headers = curl_->slist_append(headers, "Expect:");  // no 100-continue round trip
+    curl_->easy_reset(curl);
+    curl_->easy_setopt(curl, CURLOPT_URL, url_.c_str());
+    curl_->easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_->easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);  // threads: no SIGALRM for DNS timeouts
+    curl_->easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+    curl_->easy_setopt(curl, CURLOPT_USERAGENT, "stallscope/" STALLSCOPE_VERSION);
+    curl_->easy_setopt(curl, CURLOPT_POSTFIELDS, payload.data());
+    curl_->easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(payload.size()));
+    curl_->easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS,
+                       static_cast<long>(std::min(options_.connect_timeout, timeout).count()));
+    curl_->easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout.count()));
+    curl_->easy_setopt(curl, CURLOPT_WRITEFUNCTION, discard_body);
+    curl_->easy_setopt(curl, CURLOPT_ERRORBUFFER, error_buffer);
     CURLcode rc = CURLE_OK;
-    if (curl_multi_add_handle(multi, curl) != CURLM_OK) {
+    if (curl_->multi_add_handle(multi, curl) != CURLM_OK) {
         rc = CURLE_FAILED_INIT;
     } else {
         for (int running = 1;;) {
-            if (curl_multi_perform(multi, &running) != CURLM_OK) {
+            if (curl_->multi_perform(multi, &running) != CURLM_OK) {
                 rc = CURLE_FAILED_INIT;
                 break;
             }
             if (running == 0) {
                 int left = 0;
-                CURLMsg* msg = curl_multi_info_read(multi, &left);
+                CURLMsg* msg = curl_->multi_info_read(multi, &left);
                 rc = msg != nullptr && msg->msg == CURLMSG_DONE ? msg->data.result : CURLE_FAILED_INIT;
                 break;
             }
@@ -224,18 +223,18 @@ bool AlertmanagerSink::post_once(const CurlHandles& handles, const std::string& 
                 rc = CURLE_ABORTED_BY_CALLBACK;
                 break;
             }
-            curl_multi_poll(multi, nullptr, 0, kAbortPollMs, nullptr);
+            curl_->multi_poll(multi, nullptr, 0, kAbortPollMs, nullptr);
         }
-        curl_multi_remove_handle(multi, curl);
+        curl_->multi_remove_handle(multi, curl);
     }
     long status = 0;
-    if (rc == CURLE_OK) curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
-    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, nullptr);
-    curl_slist_free_all(headers);
+    if (rc == CURLE_OK) curl_->easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+    curl_->easy_setopt(curl, CURLOPT_HTTPHEADER, nullptr);
+    curl_->slist_free_all(headers);
     if (rc != CURLE_OK) {
         error = rc == CURLE_ABORTED_BY_CALLBACK ? "abandoned at close() deadline"
                 : error_buffer[0] != '\0'       ? error_buffer
-                                                : curl_easy_strerror(rc);
+                                                : curl_->easy_strerror(rc);
         retryable = rc != CURLE_ABORTED_BY_CALLBACK;
         return false;
     }

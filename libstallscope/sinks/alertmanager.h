@@ -1,5 +1,6 @@
 // Alertmanager API v2 sink: POST /api/v2/alerts from a background worker, never from the sampling thread.
-// Built only with libcurl (STALLSCOPE_HAVE_CURL); the payload logic lives in alertmanager_payload.h.
+// Built only with libcurl's headers (STALLSCOPE_HAVE_CURL); libcurl itself is loaded when the first sink is
+// created (curl_library.h). The payload logic lives in alertmanager_payload.h.
 //
 // update() turns the profile into a payload (AlertTracker) and pushes it on a bounded queue; when the
 // queue is full the oldest payload is dropped and counted (firing alerts carry endsAt in the future, so
@@ -26,6 +27,8 @@
 
 namespace stallscope {
 
+struct CurlLibrary;  // curl_library.h
+
 struct AlertmanagerOptions {
     std::chrono::milliseconds connect_timeout{2000};
     std::chrono::milliseconds request_timeout{5000};  // whole request, connect included
@@ -47,7 +50,7 @@ struct AlertmanagerStats {
 
 class AlertmanagerSink {
   public:
-    // nullptr with `error` set when the URL is unusable.
+    // nullptr with `error` set when the URL is unusable or libcurl cannot be loaded.
     static std::unique_ptr<AlertmanagerSink> create(std::string url, Labels static_labels,
                                                     AlertmanagerOptions options, std::string& error);
     ~AlertmanagerSink();
@@ -77,6 +80,7 @@ class AlertmanagerSink {
     bool post_once(const CurlHandles& curl, const std::string& payload, bool& retryable, std::string& error);
 
     const std::string url_;
+    const CurlLibrary* curl_ = nullptr;  // set by create(), never null afterwards
     AlertmanagerOptions options_;
     std::mutex tracker_mutex_;
     AlertTracker tracker_;

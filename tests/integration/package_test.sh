@@ -45,6 +45,8 @@ check "stallscope --version runs from the unpacked package" \
 slurm=$(dpkg-query -W -f='${Version}' libslurm-dev | cut -d. -f1-2)
 check "the package depends on the Slurm release it was built for ($slurm)" \
   bash -c "dpkg-deb -f '$deb' Depends | grep -q 'slurm-wlm-basic-plugins (>= $slurm), slurm-wlm-basic-plugins (<< $slurm.99)'"
+check "the package recommends libcurl4 (dlopened by the Alertmanager sink, not linked)" \
+  bash -c "dpkg-deb -f '$deb' Recommends | grep -qw libcurl4"
 check "the plugin is in Slurm's PluginDir" test -f "$root/usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH)/slurm-wlm/stallscope.so"
 check "the plugin exports the SPANK entry points" \
   bash -c "nm -D --defined-only '$root'/usr/lib/*/slurm-wlm/stallscope.so | grep -q ' slurm_spank_init$'"

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "libstallscope/sinks/alertmanager.h"
+#include "libstallscope/sinks/curl_library.h"
 #include "loopback_http.h"
 #include "sink_test_data.h"
 
@@ -161,4 +162,18 @@ TEST_CASE("An unusable URL is refused at creation") {
     std::string error;
     CHECK(AlertmanagerSink::create("am:9093", {}, {}, error) == nullptr);
     CHECK(error.find("http://") != std::string::npos);
+}
+
+TEST_CASE("libcurl is loaded when a sink is created; a missing or foreign library is a clear error") {
+    std::string error;
+    REQUIRE_MESSAGE(curl_library(error) != nullptr, error);
+    CHECK(curl_library(error) == curl_library(error));  // loaded once
+
+    CHECK(load_curl_library("libstallscope-no-such-curl.so.4", error) == nullptr);
+    CHECK(error.find("needs libcurl (libstallscope-no-such-curl.so.4") != std::string::npos);
+    CHECK(error.find("libcurl4") != std::string::npos);  // the package to install
+
+    error.clear();
+    CHECK(load_curl_library("libm.so.6", error) == nullptr);  // loads, but has no curl_* function
+    CHECK(error.find("libm.so.6 is not a usable libcurl (no curl_global_init") != std::string::npos);
 }
