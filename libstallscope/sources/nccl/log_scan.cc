@@ -7,6 +7,7 @@
 #include <regex>
 
 #include "libstallscope/sources/nccl/ras_parse.h"
+#include "libstallscope/util/lazy_regex.h"
 
 namespace stallscope::nccl {
 namespace {
@@ -14,21 +15,21 @@ namespace {
 constexpr std::size_t kMaxLineKept = 400;
 
 // Matcher table of research notes 5.4; every regex tolerates the version shapes of 5.1/5.2.
-const std::regex kNcclPrefix(
+const LazyRegex kNcclPrefix(
     R"(^(?:\[[^\]]+\] )?([^\s:]+):(\d+):(\d+) \[(\d+)\] (?:\S+:\d+ )?(?:\(\w+\) )?NCCL (WARN|INFO) )");
-const std::regex kIbWc(
+const LazyRegex kIbWc(
     R"(NET/IB(?:/GIN)?\s?: Got completion from peer (\S+?)(?:<(\d+)>)? with (?:error (\d+)|status=(?:(\w+)\()?(\d+)\)?))");
-const std::regex kVendorErr(R"(vendor[ _]err[= ](\d+))");
-const std::regex kHca(R"( hca (\S+))");
-const std::regex kIbAsync(
+const LazyRegex kVendorErr(R"(vendor[ _]err[= ](\d+))");
+const LazyRegex kHca(R"( hca (\S+))");
+const LazyRegex kIbAsync(
     R"(NET/IB : (?:(\S+):(\d+) )?(Got (?:non-fatal )?async (?:error )?event|async fatal event)(.*)$)");
-const std::regex kWatchdog(
+const LazyRegex kWatchdog(
     R"(Watchdog caught collective operation timeout: WorkNCCL\((?:SeqNum=(\d+), )?OpType=(\w+)(?:, NumelIn=(\d+), NumelOut=(\d+))?.*?Timeout\(ms\)=(\d+)\) ran for (\d+) milliseconds)");
-const std::regex kWatchdogStatus(
+const LazyRegex kWatchdogStatus(
     R"(failure detected by watchdog at work sequence id: (\d+) PG status: last enqueued work: (-?\d+), last completed work: (-?\d+))");
-const std::regex kHeartbeat(R"(watchdog got stuck for (\d+) seconds|Heartbeat monitor timed out)");
-const std::regex kNcclError(R"(NCCL error in: .*?, (.*?), NCCL version (\S+))");
-const std::regex kTorchRank(R"(^\[rank(\d+)\]:|\[Rank (\d+)\])");
+const LazyRegex kHeartbeat(R"(watchdog got stuck for (\d+) seconds|Heartbeat monitor timed out)");
+const LazyRegex kNcclError(R"(NCCL error in: .*?, (.*?), NCCL version (\S+))");
+const LazyRegex kTorchRank(R"(^\[rank(\d+)\]:|\[Rank (\d+)\])");
 
 // Digits from a regex group: from_chars, `fallback` when the number does not fit (std::stoll/stoi
 // threw on 20 digits, issue 17).
@@ -58,43 +59,43 @@ bool classify_log_line(std::string_view view, NcclLogEvent& e) {
     // Cut before any regex (kMaxRegexLine): the facts we match sit at the start of the line.
     const std::string line(view.substr(0, kMaxRegexLine));
     std::smatch m;
-    if (std::regex_search(line, m, kNcclPrefix)) {
+    if (std::regex_search(line, m, kNcclPrefix.get())) {
         e.host = m[1];
         e.pid = parse_number<std::int64_t>(m[2].str(), -1);
         e.fields["cuda_dev"] = m[4];
     }
-    if (std::regex_search(line, m, kTorchRank))
+    if (std::regex_search(line, m, kTorchRank.get()))
         e.rank = parse_number<int>(m[1].matched ? m[1].str() : m[2].str(), -1);
-    if (ib && std::regex_search(line, m, kIbWc)) {
+    if (ib && std::regex_search(line, m, kIbWc.get())) {
         e.kind = "ib_wc_error";
         e.fields["peer"] = m[1];
         e.fields["status"] = m[3].matched ? m[3].str() : m[5].str();
         if (m[4].matched) e.fields["status_name"] = m[4];
-        if (std::regex_search(line, m, kVendorErr)) e.fields["vendor_err"] = m[1];
-        if (std::regex_search(line, m, kHca)) e.fields["hca"] = m[1];
-    } else if (ib && std::regex_search(line, m, kIbAsync)) {
+        if (std::regex_search(line, m, kVendorErr.get())) e.fields["vendor_err"] = m[1];
+        if (std::regex_search(line, m, kHca.get())) e.fields["hca"] = m[1];
+    } else if (ib && std::regex_search(line, m, kIbAsync.get())) {
         e.kind = "ib_async";
         if (m[1].matched) e.fields["hca"] = m[1].str() + "/" + m[2].str();
         e.fields["fatal"] = contains(m[3].str(), "non-fatal") ? "false" : "true";
         const std::string rest = m[4];
         const auto start = rest.find_first_not_of(" :");
         e.fields["event"] = start == std::string::npos ? "" : rest.substr(start);
-    } else if (watchdog && std::regex_search(line, m, kWatchdog)) {
+    } else if (watchdog && std::regex_search(line, m, kWatchdog.get())) {
         e.kind = "pt_watchdog_timeout";
         if (m[1].matched) e.fields["seq"] = m[1];
         e.fields["op"] = m[2];
         if (m[3].matched) e.fields["numel"] = m[3];
         e.fields["timeout_ms"] = m[5];
         e.fields["ran_ms"] = m[6];
-    } else if (wd_status && std::regex_search(line, m, kWatchdogStatus)) {
+    } else if (wd_status && std::regex_search(line, m, kWatchdogStatus.get())) {
         e.kind = "pt_watchdog_status";
         e.fields["seq"] = m[1];
         e.fields["last_enqueued"] = m[2];
         e.fields["last_completed"] = m[3];
-    } else if (heartbeat && std::regex_search(line, m, kHeartbeat)) {
+    } else if (heartbeat && std::regex_search(line, m, kHeartbeat.get())) {
         e.kind = "pt_heartbeat";
         if (m[1].matched) e.fields["stuck_seconds"] = m[1];
-    } else if (nccl_error && std::regex_search(line, m, kNcclError)) {
+    } else if (nccl_error && std::regex_search(line, m, kNcclError.get())) {
         e.kind = "nccl_error";
         e.fields["error"] = m[1];
         e.fields["nccl_version"] = m[2];

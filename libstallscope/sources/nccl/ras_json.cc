@@ -8,6 +8,7 @@
 #include <set>
 
 #include "libstallscope/sources/nccl/ras_parse.h"
+#include "libstallscope/util/lazy_regex.h"
 
 namespace stallscope::nccl {
 namespace {
@@ -145,24 +146,24 @@ std::int64_t parse_pid(const std::string& digits) {
     return v;
 }
 
-const std::regex kTextEvent(R"(^\[([^\]]+)\] ([A-Z_]+): ?(.*)$)");
-const std::regex kEventPeer(
+const LazyRegex kTextEvent(R"(^\[([^\]]+)\] ([A-Z_]+): ?(.*)$)");
+const LazyRegex kEventPeer(
     R"(^Process (\d+) on node (\S+) managing GPUs? ([\d,]+)(?: \(NVML [\d,]+\))? ?(.*)$)");
-const std::regex kEventAddr(R"(^(\S+<\d+>) ?(.*)$)");
+const LazyRegex kEventAddr(R"(^(\S+<\d+>) ?(.*)$)");
 
 bool text_event(const std::string& line, NcclRasEvent& e) {
     if (line.size() > kMaxRegexLine) return false;  // counted as garbage; see kMaxRegexLine
     std::smatch m;
-    if (!std::regex_match(line, m, kTextEvent)) return false;
+    if (!std::regex_match(line, m, kTextEvent.get())) return false;
     e.timestamp = m[1];
     e.event = m[2];
     const std::string rest = m[3];
-    if (std::regex_match(rest, m, kEventPeer)) {
+    if (std::regex_match(rest, m, kEventPeer.get())) {
         e.peer.pid = parse_pid(m[1].str());
         e.peer.host = m[2];
         e.peer.gpus = m[3];
         e.details = m[4];
-    } else if (std::regex_match(rest, m, kEventAddr)) {
+    } else if (std::regex_match(rest, m, kEventAddr.get())) {
         e.peer.host = m[1];
         e.details = m[2];
     } else {

@@ -6,6 +6,7 @@
 #include <regex>
 
 #include "libstallscope/sources/nccl/ras_parse.h"
+#include "libstallscope/util/lazy_regex.h"
 
 namespace stallscope::nccl {
 namespace {
@@ -26,18 +27,18 @@ int to_int(const std::string& s) {
     return static_cast<int>(std::min<std::uint64_t>(to_u64(s), 1u << 30));
 }
 
-const std::regex kVersion(R"(^(NCCL|RCCL) version (\S+) compiled with (CUDA|ROCm) (.+)$)");
-const std::regex kCommsHeader(R"(^Communicators\.\.\. \(([0-9.]+)s\)$)");
-const std::regex kRow(
+const LazyRegex kVersion(R"(^(NCCL|RCCL) version (\S+) compiled with (CUDA|ROCm) (.+)$)");
+const LazyRegex kCommsHeader(R"(^Communicators\.\.\. \(([0-9.]+)s\)$)");
+const LazyRegex kRow(
     R"(^\s*(\d+)\s+(\d+)\s+(\d+)\s+(\d+(?:-\d+)?)\s+(\d+)\s+(\d+)\s+(NOCOMM|UNKNOWN|INIT|RUNNING|FINALIZE|ABORT)\s+((?:INCOMPLETE|ERROR|MISMATCH|OK)(?:,(?:INCOMPLETE|ERROR|MISMATCH))*)\s*$)");
-const std::regex kCommBlock(R"(^#(\d+)-(\d+) \(([0-9a-f]{1,16})\) (INCOMPLETE|ERROR|MISMATCH)$)");
-const std::regex kProcess(R"(^  Process (\d+) on node (\S+) managing GPUs? ([\d,]+)(?: \(NVML [\d,]+\))?$)");
-const std::regex kRankLine(
+const LazyRegex kCommBlock(R"(^#(\d+)-(\d+) \(([0-9a-f]{1,16})\) (INCOMPLETE|ERROR|MISMATCH)$)");
+const LazyRegex kProcess(R"(^  Process (\d+) on node (\S+) managing GPUs? ([\d,]+)(?: \(NVML [\d,]+\))?$)");
+const LazyRegex kRankLine(
     R"(^  Rank (\d+)(?: has status (\w+)| reported (.+?)| has launched up to operation (\d+)| (has not launched any operations))? -- (?:GPU (\d+)(?: \(NVML \d+\))? managed by process (\d+) on node (\S+)|\[process information not found\])$)");
-const std::regex kGroupLine(
+const LazyRegex kGroupLine(
     R"(^  (\d+) ranks (?:have (?:status (\w+)|launched up to operation (\d+)|(not launched any operations))|reported (.+))$)");
-const std::regex kDifferentCounts(R"(^  Communicator ranks have different (\w+) operation counts$)");
-const std::regex kTimeouts(R"(^  Encountered (\d+) communication timeouts? while gathering)");
+const LazyRegex kDifferentCounts(R"(^  Communicator ranks have different (\w+) operation counts$)");
+const LazyRegex kTimeouts(R"(^  Encountered (\d+) communication timeouts? while gathering)");
 
 // ncclResult_t of the RAS error strings (client_support.cc), so text and JSON reports compare.
 int error_code(const std::string& text) {
@@ -99,13 +100,13 @@ class TextParser {
             return;
         }
         std::smatch m;
-        if (std::regex_match(line, m, kVersion)) {
+        if (std::regex_match(line, m, kVersion.get())) {
             r_.nccl_version = (m[1] == "RCCL" ? "rccl-" : "") + m[2].str();
             recognised_ = true;
             return;
         }
         if (line == "Job summary") return section(Section::kSummary);
-        if (std::regex_match(line, m, kCommsHeader)) {
+        if (std::regex_match(line, m, kCommsHeader.get())) {
             r_.collection_seconds = to_double(m[1].str());
             return section(Section::kComms);
         }
@@ -120,14 +121,14 @@ class TextParser {
             return;
         }
         if (section_ == Section::kComms) {
-            if (std::regex_match(line, m, kRow)) r_.communicators_count += to_int(m[2]);
+            if (std::regex_match(line, m, kRow.get())) r_.communicators_count += to_int(m[2]);
             return;
         }
         if (section_ != Section::kErrors && section_ != Section::kWarnings) return;
         if (line == "INCOMPLETE") return start(Block::kJobIncomplete);
         if (line == "DEAD") return start(Block::kJobDead);
         if (line == "TIMEOUT") return start(Block::kTimeout);
-        if (std::regex_match(line, m, kCommBlock)) {
+        if (std::regex_match(line, m, kCommBlock.get())) {
             start(Block::kComm);
             comm_ = &comm(normalize_comm_hash(m[3].str()));
             kind_ = m[4];
@@ -168,18 +169,18 @@ class TextParser {
     void detail(const std::string& line) {
         std::smatch m;
         if (block_ == Block::kJobIncomplete || block_ == Block::kJobDead) {
-            if (std::regex_match(line, m, kProcess)) {
+            if (std::regex_match(line, m, kProcess.get())) {
                 NcclPeer p{-1, m[2], static_cast<std::int64_t>(to_u64(m[1])), m[3]};
                 (block_ == Block::kJobDead ? r_.dead_processes : r_.missing_processes).push_back(p);
             }
             return;
         }
         if (block_ == Block::kTimeout) {
-            if (std::regex_search(line, m, kTimeouts)) r_.timeouts += to_int(m[1]);
+            if (std::regex_search(line, m, kTimeouts.get())) r_.timeouts += to_int(m[1]);
             return;
         }
         if (block_ != Block::kComm || !comm_) return;
-        if (std::regex_match(line, m, kDifferentCounts)) {
+        if (std::regex_match(line, m, kDifferentCounts.get())) {
             flush_counts();
             counting_ = true;
             function_ = m[1] == "collective" ? "collective" : m[1].str();
@@ -190,7 +191,7 @@ class TextParser {
             return;
         }
         if (missing_list(line)) return;  // 2.24/2.25
-        if (std::regex_match(line, m, kGroupLine)) {
+        if (std::regex_match(line, m, kGroupLine.get())) {
             group_status_ = m[2].matched ? m[2].str() : "";
             group_error_ = m[5].matched ? m[5].str() : "";
             if (!group_status_.empty()) note_status(group_status_);
@@ -198,7 +199,7 @@ class TextParser {
                 groups_.push_back(CountGroup{m[3].matched ? to_u64(m[3]) : 0, to_int(m[1]), {}});
             return;
         }
-        if (!std::regex_match(line, m, kRankLine)) return;
+        if (!std::regex_match(line, m, kRankLine.get())) return;
         const int rank = to_int(m[1]);
         const NcclPeer peer = peer_of(m, rank);
         if (kind_ == "INCOMPLETE") {
