@@ -6,6 +6,7 @@
 #include "libstallscope/model/json_fields.h"
 #include "libstallscope/model/nccl_json.h"
 #include "libstallscope/model/snapshot_json_depth.h"
+#include "libstallscope/model/snapshot_json_text_depth.h"
 #include "libstallscope/model/snapshot_json_text_writer.h"
 
 namespace stallscope {
@@ -134,14 +135,7 @@ void write_gpu(TextWriter& w, const Gpu& g) {
     w.member("remapped_rows_failure", g.remapped_rows_failure);
     w.member("energy_mj", g.energy_mj);
     w.member("xid", g.xid);
-    if (g.gpm || g.interconnect || g.mig || g.processes) {
-        Json depth = Json::object();
-        add_gpu_depth_json(g, depth);
-        for (const auto& [name, v] : depth.get_ref<const Json::object_t&>()) {
-            w.key(name);
-            w.value(v);
-        }
-    }
+    json_text::write_gpu_depth_members(w, g);
     w.close_object();
 }
 

@@ -18,8 +18,8 @@ namespace stallscope::json_text {
 
 // Appends compact JSON. Each value is written as the JSON type to_json() gives its C++ type (Counter:
 // unsigned, Gauge and double: float, int: integer), which is what makes the digits dump()'s. The large,
-// rare parts (NCCL state, the job cgroup, a GPU's depth objects) are built as trees by the existing
-// builders and written with append_compact_json: they are few keys, and one definition stays the truth.
+// rare parts (NCCL state, the job cgroup) are built as trees by the existing builders and written with
+// append_compact_json: they are few keys, and one definition stays the truth.
 //
 // It writes through a cursor into `out`, grown ahead of each token (room()) and cut to length when the
 // writer goes: std::string's push_back and append are out-of-line calls in libstdc++, one per token, and
@@ -78,6 +78,7 @@ class TextWriter {
     void value(int v) { number(write_compact_int, v); }
     void value(std::int64_t v) { number(write_compact_int, v); }
     void value(std::uint64_t v) { number(write_compact_uint, v); }
+    void value(std::uint32_t v) { number(write_compact_uint, std::uint64_t{v}); }  // a uid: Json's unsigned
     void value(double v) { number(write_compact_float, v); }
     void value(bool v) { literal(v ? std::string_view("true") : std::string_view("false")); }
     template <typename T>

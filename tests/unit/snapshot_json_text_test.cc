@@ -84,10 +84,46 @@ Snapshot sample_node(const fs::path& node) {
     return sampler.sample_at(1'790'000'000.25);
 }
 
+// A GPU with every depth field set to a distinct value: a counter past 2^63, fractions, both MIG ids,
+// a process with every field and one with strings that need escapes (and multi-byte UTF-8).
+Gpu gpu_with_depth() {
+    Gpu g = test::full_snapshot().gpus.at(0);
+    g.gpm = GpmMetrics{91.5, 0.1 + 0.2, 44.0, 2.0, 1e-300, 5e20, 46000.125, 0.0};
+    g.interconnect = GpuInterconnect{
+        18, std::numeric_limits<std::uint64_t>::max(), 8023456789, 0, 1, 2, 3, 173467239424, 291234567168};
+    g.mig = MigInstance{"GPU-parent", "00000000:18:00.0", 7, 1, 0, false};
+    GpuProcess full;
+    full.pid = 3490012;
+    full.used_memory_bytes = 64424509440;
+    full.gpu_instance_id = 1;
+    full.compute_instance_id = 0;
+    full.cgroup = "/system.slice/slurmstepd.scope/job_42/step_0/user/task_0";
+    full.job_id = "42";
+    full.uid = std::numeric_limits<std::uint32_t>::max();
+    full.owner = "step";
+    GpuProcess escaped = full;
+    escaped.pid = std::numeric_limits<std::int64_t>::min();
+    escaped.cgroup = "/a \"quoted\"\\path\n\t\x01\x1f/caf\xc3\xa9 \xe2\x80\x94";
+    escaped.job_id = "</script>";
+    escaped.owner = "other_user";
+    g.processes = std::vector<GpuProcess>{full, escaped};
+    return g;
+}
+
+// The snapshot alone and as a sample line (with a profile, rates of the same sample), each against dump().
+void check_snapshot(const Snapshot& s) {
+    std::string text;
+    REQUIRE(append_snapshot_json(text, s));
+    CHECK(first_difference(text, to_json(s).dump()) == "");
+    const Rates rates = compute_rates(s, s);
+    Profile p;
+    CHECK(check_line({s, &rates, p}));
+}
+
 }  // namespace
 
 TEST_CASE("the --json line written from the structs is the tree's dump() on every fixture node") {
-    std::size_t nodes = 0, gpus = 0, resets = 0;
+    std::size_t nodes = 0, gpus = 0, depth_gpus = 0, resets = 0;
     for (const auto& entry : fs::directory_iterator(fs::path(STALLSCOPE_FIXTURES_DIR) / "nodes")) {
         if (!entry.is_directory()) continue;
         CAPTURE(entry.path().string());
@@ -101,12 +137,15 @@ TEST_CASE("the --json line written from the structs is the tree's dump() on ever
         if (!run[1].interfaces.empty()) run[1].interfaces[0].rx_bytes = 0;
         resets += to_json(compute_rates(run[0], run[1])).dump().find("\"reset\":true") != std::string::npos;
         gpus += run[0].gpus.size();
+        depth_gpus += std::count_if(run[0].gpus.begin(), run[0].gpus.end(),
+                                    [](const Gpu& g) { return g.gpm && g.interconnect && g.processes; });
         CHECK(check_run(std::move(run)) == 2);
         ++nodes;
     }
     ::unsetenv("STALLSCOPE_FAKE_NVML_FIXTURE");
     CHECK(nodes >= 6);
-    CHECK(gpus >= 8);  // the fake NVML answered: GPU objects (and their depth keys) are compared too
+    CHECK(gpus >= 8);        // the fake NVML answered: GPU objects (and their depth keys) are compared too
+    CHECK(depth_gpus >= 8);  // dgx-h100: gpm, interconnect and processes on every GPU
     CHECK(resets >= 6);
 }
 
@@ -222,4 +261,90 @@ TEST_CASE("UTF-8 text is written as dump() writes it; ill-formed UTF-8 is declin
     s.warnings.clear();
     text.clear();
     CHECK(append_snapshot_json(text, s));
+}
+
+TEST_CASE("a GPU's depth objects written from the structs are add_gpu_depth_json's dump()") {
+    Snapshot s = test::full_snapshot();
+    const Gpu full = gpu_with_depth();
+
+    SUBCASE("every field set, and each of the 16 choices of which objects are there") {
+        s.gpus.clear();
+        for (int present = 0; present < 16; ++present) {
+            Gpu g = full;
+            g.index = present;
+            if (!(present & 1)) g.gpm.reset();
+            if (!(present & 2)) g.interconnect.reset();
+            if (!(present & 4)) g.mig.reset();
+            if (!(present & 8)) g.processes.reset();
+            s.gpus.push_back(g);
+        }
+        check_snapshot(s);
+        // The tree is the reference, but pin a few bytes too, so both cannot drift together.
+        const std::string text = to_json(s).dump();
+        CHECK(text.find("\"gpm\":{\"sm_active_pct\":91.5,\"sm_occupancy_pct\":0.30000000000000004,") !=
+              std::string::npos);
+        CHECK(text.find("\"nvlink_tx_bytes\":18446744073709551615,") != std::string::npos);
+        CHECK(text.find("\"mig\":{\"parent_uuid\":\"GPU-parent\",\"parent_pci_bus_id\":\"00000000:18:00.0\","
+                        "\"parent_index\":7,\"gpu_instance_id\":1,\"compute_instance_id\":0,"
+                        "\"gauges_from_parent\":false}") != std::string::npos);
+        CHECK(text.find("\"uid\":4294967295,\"owner\":\"step\"}") != std::string::npos);
+        CHECK(text.find("\"xid\":[79]}") != std::string::npos);  // present == 0: no depth key at all
+    }
+
+    SUBCASE("null counters and gauges, MIG without instance ids, processes with unknown fields") {
+        Gpu nulls = full;
+        nulls.gpm = GpmMetrics{};
+        nulls.interconnect = GpuInterconnect{};
+        nulls.mig = MigInstance{};  // no ids, parent_index -1, gauges_from_parent true
+        GpuProcess unknown;         // pid 0, nothing else known
+        unknown.owner = "unknown";
+        GpuProcess blank;  // every string empty
+        nulls.processes = std::vector<GpuProcess>{unknown, blank};
+        Gpu empty = full;
+        empty.processes = std::vector<GpuProcess>{};  // asked, none running: [] and not absent
+        empty.mig->gpu_instance_id = 3;               // one id without the other
+        empty.mig->compute_instance_id.reset();
+        s.gpus = {nulls, empty};
+        check_snapshot(s);
+        const std::string text = to_json(s).dump();
+        CHECK(
+            text.find("\"mig\":{\"parent_uuid\":\"\",\"parent_pci_bus_id\":\"\",\"parent_index\":-1,"
+                      "\"gpu_instance_id\":null,\"compute_instance_id\":null,\"gauges_from_parent\":true}") !=
+            std::string::npos);
+        CHECK(text.find("{\"pid\":0,\"used_memory_bytes\":null,\"gpu_instance_id\":null,"
+                        "\"compute_instance_id\":null,\"cgroup\":\"\",\"job_id\":\"\",\"uid\":null,"
+                        "\"owner\":\"unknown\"}") != std::string::npos);
+        CHECK(text.find("\"processes\":[]") != std::string::npos);
+    }
+
+    SUBCASE("non-finite and extreme gauges: null, as dump() writes them") {
+        Gpu odd = full;
+        odd.gpm->sm_active_pct = std::nan("");
+        odd.gpm->sm_occupancy_pct = std::numeric_limits<double>::infinity();
+        odd.gpm->tensor_active_pct = -std::numeric_limits<double>::infinity();
+        odd.gpm->dram_bandwidth_pct = -0.0;
+        odd.gpm->pcie_tx_mib_per_s = std::numeric_limits<double>::max();
+        odd.gpm->pcie_rx_mib_per_s = std::numeric_limits<double>::denorm_min();
+        odd.mig->parent_index = std::numeric_limits<int>::min();
+        odd.mig->gpu_instance_id = std::numeric_limits<int>::max();
+        s.gpus = {odd};
+        check_snapshot(s);
+        CHECK(to_json(s).dump().find("{\"sm_active_pct\":null,\"sm_occupancy_pct\":null,"
+                                     "\"tensor_active_pct\":null,\"dram_bandwidth_pct\":-0.0,") !=
+              std::string::npos);
+    }
+
+    SUBCASE("ill-formed UTF-8 in a process's strings is declined, as dump() throws") {
+        Gpu bad = full;
+        bad.processes->back().owner = "cut \xe2\x80";
+        s.gpus = {bad};
+        std::string text;
+        CHECK_FALSE(append_snapshot_json(text, s));
+        CHECK_THROWS(to_json(s).dump());
+        bad.processes->back().owner = "ok";
+        bad.mig->parent_uuid = "\xff";
+        s.gpus = {bad};
+        text.clear();
+        CHECK_FALSE(append_snapshot_json(text, s));
+    }
 }
