@@ -5,7 +5,6 @@
 
 #include "libstallscope/model/json_fields.h"
 #include "libstallscope/model/nccl_json.h"
-#include "libstallscope/model/snapshot_json_depth.h"
 #include "libstallscope/model/snapshot_json_text_depth.h"
 #include "libstallscope/model/snapshot_json_text_writer.h"
 
@@ -35,26 +34,6 @@ void write_context(TextWriter& w, const JobContext& c, const Json* more) {
     w.close_object();
 }
 
-void write_psi(TextWriter& w, const Psi& p) {
-    w.open_object();
-    w.member("cpu_some_avg10", p.cpu_some_avg10);
-    w.member("cpu_some_avg60", p.cpu_some_avg60);
-    w.member("io_some_avg10", p.io_some_avg10);
-    w.member("io_some_avg60", p.io_some_avg60);
-    w.member("io_full_avg10", p.io_full_avg10);
-    w.member("io_full_avg60", p.io_full_avg60);
-    w.member("memory_some_avg10", p.memory_some_avg10);
-    w.member("memory_some_avg60", p.memory_some_avg60);
-    w.member("memory_full_avg10", p.memory_full_avg10);
-    w.member("memory_full_avg60", p.memory_full_avg60);
-    w.member("cpu_some_total_us", p.cpu_some_total_us);
-    w.member("io_some_total_us", p.io_some_total_us);
-    w.member("io_full_total_us", p.io_full_total_us);
-    w.member("memory_some_total_us", p.memory_some_total_us);
-    w.member("memory_full_total_us", p.memory_full_total_us);
-    w.close_object();
-}
-
 void write_host_stats(TextWriter& w, const HostStats& h) {
     w.open_object();
     w.member("load1", h.load1);
@@ -66,7 +45,7 @@ void write_host_stats(TextWriter& w, const HostStats& h) {
     w.member("procs_blocked", h.procs_blocked);
     w.member("oom_kills", h.oom_kills);
     w.key("psi");
-    write_psi(w, h.psi);
+    json_text::write_psi(w, h.psi);
     w.close_object();
 }
 
@@ -180,7 +159,10 @@ void write_snapshot_members(TextWriter& w, const Snapshot& s, const Json* more_c
     w.key("xid_events");
     write_array(w, s.xid_events, write_xid_event);
     if (!s.nccl.empty()) w.member("nccl", nccl_to_json(s.nccl));
-    if (s.job_cgroup) w.member("job_cgroup", job_cgroup_to_json(*s.job_cgroup));
+    if (s.job_cgroup) {
+        w.key("job_cgroup");
+        json_text::write_job_cgroup(w, *s.job_cgroup);
+    }
     w.key("collector_failures");
     w.open_object();
     for (const auto& [name, why] : s.collector_failures) {

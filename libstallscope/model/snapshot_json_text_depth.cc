@@ -5,7 +5,8 @@ namespace {
 
 // Each writer mirrors its builder in snapshot_json_depth.cc key for key, in its order (ordered_json keeps
 // insertion order); the builders' or_null (null when unset) is value(optional)'s rule. Built as trees and
-// then written, the depth objects were ~a quarter of `stallscope export`'s time on a GPU node.
+// then written, a GPU's depth objects were ~a quarter of `stallscope export`'s time on a GPU node; the job
+// cgroup, in every sample of a job, is one more object of the same kind.
 
 void write_gpm(TextWriter& w, const GpmMetrics& g) {
     w.open_object();
@@ -60,6 +61,26 @@ void write_process(TextWriter& w, const GpuProcess& p) {
 
 }  // namespace
 
+void write_psi(TextWriter& w, const Psi& p) {
+    w.open_object();
+    w.member("cpu_some_avg10", p.cpu_some_avg10);
+    w.member("cpu_some_avg60", p.cpu_some_avg60);
+    w.member("io_some_avg10", p.io_some_avg10);
+    w.member("io_some_avg60", p.io_some_avg60);
+    w.member("io_full_avg10", p.io_full_avg10);
+    w.member("io_full_avg60", p.io_full_avg60);
+    w.member("memory_some_avg10", p.memory_some_avg10);
+    w.member("memory_some_avg60", p.memory_some_avg60);
+    w.member("memory_full_avg10", p.memory_full_avg10);
+    w.member("memory_full_avg60", p.memory_full_avg60);
+    w.member("cpu_some_total_us", p.cpu_some_total_us);
+    w.member("io_some_total_us", p.io_some_total_us);
+    w.member("io_full_total_us", p.io_full_total_us);
+    w.member("memory_some_total_us", p.memory_some_total_us);
+    w.member("memory_full_total_us", p.memory_full_total_us);
+    w.close_object();
+}
+
 void write_gpu_depth_members(TextWriter& w, const Gpu& g) {
     if (g.gpm) {
         w.key("gpm");
@@ -82,6 +103,29 @@ void write_gpu_depth_members(TextWriter& w, const Gpu& g) {
         }
         w.close_array();
     }
+}
+
+void write_job_cgroup(TextWriter& w, const JobCgroup& c) {
+    w.open_object();
+    w.member("version", c.version);
+    w.member("path", c.path);
+    w.member("scope", c.scope);
+    w.member("job_id", c.job_id);
+    w.member("step_id", c.step_id);
+    w.member("memory_current_bytes", c.memory_current_bytes);
+    w.member("memory_peak_bytes", c.memory_peak_bytes);
+    w.member("memory_max_bytes", c.memory_max_bytes);
+    w.member("memory_oom_events", c.memory_oom_events);
+    w.member("memory_oom_kill_events", c.memory_oom_kill_events);
+    w.member("cpu_usage_usec", c.cpu_usage_usec);
+    w.member("cpu_user_usec", c.cpu_user_usec);
+    w.member("cpu_system_usec", c.cpu_system_usec);
+    w.member("cpu_nr_periods", c.cpu_nr_periods);
+    w.member("cpu_nr_throttled", c.cpu_nr_throttled);
+    w.member("cpu_throttled_usec", c.cpu_throttled_usec);
+    w.key("psi");
+    write_psi(w, c.psi);
+    w.close_object();
 }
 
 }  // namespace stallscope::json_text

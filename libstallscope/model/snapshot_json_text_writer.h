@@ -17,9 +17,10 @@
 namespace stallscope::json_text {
 
 // Appends compact JSON. Each value is written as the JSON type to_json() gives its C++ type (Counter:
-// unsigned, Gauge and double: float, int: integer), which is what makes the digits dump()'s. The large,
-// rare parts (NCCL state, the job cgroup) are built as trees by the existing builders and written with
-// append_compact_json: they are few keys, and one definition stays the truth.
+// unsigned, Gauge and double: float, int: integer), which is what makes the digits dump()'s. The NCCL
+// state alone is still built as a tree by its builder (nccl_json.cc) and written with
+// append_compact_json: it is empty in most samples, many small nested objects when not, and one
+// definition stays the truth.
 //
 // It writes through a cursor into `out`, grown ahead of each token (room()) and cut to length when the
 // writer goes: std::string's push_back and append are out-of-line calls in libstdc++, one per token, and

@@ -150,7 +150,7 @@ TEST_CASE("the --json line written from the structs is the tree's dump() on ever
 }
 
 TEST_CASE("the --json line written from the structs is the tree's dump() on every scenario sample") {
-    std::size_t files = 0, lines = 0, with_gpus = 0, with_depth = 0;
+    std::size_t files = 0, lines = 0, with_gpus = 0, with_depth = 0, with_cgroup = 0;
     for (const char* dir : {"scenarios", "scenarios_gpu"}) {
         for (const auto& entry : fs::directory_iterator(fs::path(STALLSCOPE_TESTS_DIR) / dir)) {
             if (entry.path().extension() != ".jsonl") continue;
@@ -163,6 +163,7 @@ TEST_CASE("the --json line written from the structs is the tree's dump() on ever
                 if (!j.is_object()) continue;
                 run.push_back(snapshot_from_json(j, problems));
                 with_gpus += run.back().gpus.empty() ? 0 : 1;
+                with_cgroup += run.back().job_cgroup ? 1 : 0;
                 with_depth += std::any_of(run.back().gpus.begin(), run.back().gpus.end(),
                                           [](const Gpu& g) { return g.gpm || g.processes || g.mig; });
             }
@@ -180,6 +181,7 @@ TEST_CASE("the --json line written from the structs is the tree's dump() on ever
     CHECK(lines >= 400);
     CHECK(with_gpus > 0);
     CHECK(with_depth > 0);
+    CHECK(with_cgroup > 0);
 }
 
 TEST_CASE("the parts written alone are each to_json's dump()") {
@@ -346,5 +348,65 @@ TEST_CASE("a GPU's depth objects written from the structs are add_gpu_depth_json
         s.gpus = {bad};
         text.clear();
         CHECK_FALSE(append_snapshot_json(text, s));
+    }
+}
+
+TEST_CASE("the job cgroup written from the structs is job_cgroup_to_json's dump()") {
+    Snapshot s = test::full_snapshot();
+    JobCgroup c;
+    c.version = 2;
+    c.path = "/system.slice/slurmstepd.scope/job_42/step_0";
+    c.scope = "step";
+    c.job_id = "42";
+    c.step_id = "0";
+    c.memory_current_bytes = 1;
+    c.memory_peak_bytes = 2;
+    c.memory_max_bytes = std::numeric_limits<std::uint64_t>::max();
+    c.memory_oom_events = 3;
+    c.memory_oom_kill_events = 4;
+    c.cpu_usage_usec = 5;
+    c.cpu_user_usec = 6;
+    c.cpu_system_usec = 7;
+    c.cpu_nr_periods = 8;
+    c.cpu_nr_throttled = 9;
+    c.cpu_throttled_usec = 10;
+    c.psi = {1.5, 0.1 + 0.2, 3.0, 4.25, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11, 12, 13, 14, 15};
+
+    SUBCASE("every field set") {
+        s.job_cgroup = c;
+        check_snapshot(s);
+        const std::string text = to_json(s).dump();
+        CHECK(text.find(
+                  "\"job_cgroup\":{\"version\":2,\"path\":\"/system.slice/slurmstepd.scope/job_42/step_0\","
+                  "\"scope\":\"step\",\"job_id\":\"42\",\"step_id\":\"0\",\"memory_current_bytes\":1,") !=
+              std::string::npos);
+        CHECK(text.find("\"cpu_throttled_usec\":10,\"psi\":{\"cpu_some_avg10\":1.5,"
+                        "\"cpu_some_avg60\":0.30000000000000004,") != std::string::npos);
+        CHECK(text.find("\"memory_full_total_us\":15}},\"collector_failures\"") != std::string::npos);
+    }
+    SUBCASE("cgroup v1: no pressure, no cpu controller, memory.max unlimited; escaped strings") {
+        JobCgroup v1;
+        v1.version = 1;
+        v1.path = "/slurm/uid_1000/job_\"7\"\\step\t\x01";
+        v1.scope = "job";
+        v1.job_id = "caf\xc3\xa9";
+        v1.memory_current_bytes = 0;
+        s.job_cgroup = v1;
+        check_snapshot(s);
+        CHECK(to_json(s).dump().find("\"memory_peak_bytes\":null,") != std::string::npos);
+    }
+    SUBCASE("non-finite pressure averages are null, as dump() writes them") {
+        c.psi.cpu_some_avg10 = std::nan("");
+        c.psi.io_full_avg60 = -std::numeric_limits<double>::infinity();
+        c.psi.memory_some_avg10 = -0.0;
+        s.job_cgroup = c;
+        check_snapshot(s);
+    }
+    SUBCASE("ill-formed UTF-8 in its path is declined, as dump() throws") {
+        c.path = "/job_\xc3";
+        s.job_cgroup = c;
+        std::string text;
+        CHECK_FALSE(append_snapshot_json(text, s));
+        CHECK_THROWS(to_json(s).dump());
     }
 }
