@@ -66,6 +66,7 @@ class SnapshotDiffEncoder {
     template <typename T>
     bool diff_moving(const char* key, std::size_t index, T& before, const T& after);
     void diff_leaf(Json& node, Json&& now);
+    bool diff_counter_leaf(Json& node, const std::string& key, const Counter& value);
     void diff_counters(Json& node, const CounterMap& counters);
     template <typename T, typename F>
     void diff_elements(const char* key, std::vector<T>& before, const std::vector<T>& after, F to_json_one);

@@ -10,6 +10,7 @@
 #include "libstallscope/timeline/documents.h"
 #include "libstallscope/timeline/snapshot_diff.h"
 #include "libstallscope/timeline/timeline.h"
+#include "tests/unit/snapshot_fixture.h"
 #include "tests/unit/timeline_v2_roundtrip.h"
 
 using namespace stallscope;
@@ -325,4 +326,47 @@ TEST_CASE("records that set the text time themselves (written before the rule) r
     CHECK(reader.decoder.tree()["time"] == format_rfc3339(12.0));
     reader.apply(Json{{"type", "sample"}, {"g", Json::array({12.0})}});  // no move: nothing derived
     CHECK(reader.decoder.tree()["time"] == format_rfc3339(12.0));
+}
+
+TEST_CASE("counters compared in place: down, null, resets past a signed delta, the INT64_MAX edge") {
+    // The per-part writer compares an unsigned counter without building its JSON (diff_counter_leaf) and
+    // hands every other case to the tree comparison: it must write exactly what comparing trees writes,
+    // and the samples must read back. Map counters (RDMA) and member counters (interfaces) both.
+    constexpr std::uint64_t kMax = std::numeric_limits<std::uint64_t>::max();
+    constexpr std::uint64_t kSignedMax = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+    Snapshot s = test::full_snapshot();
+    REQUIRE(!s.rdma.empty());
+    REQUIRE(!s.interfaces.empty());
+    std::vector<Snapshot> samples;
+    for (const Counter value : {Counter{100}, Counter{50}, Counter{kMax}, Counter{0}, Counter{}, Counter{5},
+                                Counter{5 + kSignedMax}, Counter{5}, Counter{5}, Counter{6},
+                                Counter{6 + kSignedMax + 1}, Counter{6}}) {
+        s.time += 1;
+        s.rdma[0].counters["port_xmit_data"] = value;
+        s.rdma[0].hw_counters["rx_icrc_encapsulated"] = value;
+        s.interfaces[0].rx_bytes = value;
+        samples.push_back(s);
+    }
+    SnapshotDiffEncoder by_part, whole;
+    std::size_t adds = 0, sets = 0;
+    for (std::size_t i = 0; i < samples.size(); ++i) {
+        CAPTURE(i);
+        std::string a, b;
+        by_part.append_record(samples[i], a);
+        whole.append_record(to_json(samples[i]), b);
+        CHECK(a == b);
+        const Json r = Json::parse(a);
+        if (r.contains("a")) ++adds;
+        if (r.contains("set") && r["set"].contains("/rdma/0/counters/port_xmit_data")) ++sets;
+    }
+    // Differences: 100 -> 50, 5 -> 5 + INT64_MAX -> 5, 5 -> 6. Sets: 50 -> UINT64_MAX -> 0 (too far for a
+    // signed difference), -> null, null -> 5, 6 -> 6 + 2^63 -> 6 (one past INT64_MAX, both ways).
+    CHECK(adds == 4);
+    CHECK(sets == 6);
+    char dir[] = "/tmp/stallscope-inplace-XXXXXX";
+    REQUIRE(mkdtemp(dir) != nullptr);
+    const auto read = write_then_read(samples, std::string(dir) + "/t.jsonl.zst");
+    REQUIRE(read.size() == samples.size());
+    for (std::size_t i = 0; i < samples.size(); ++i)
+        CHECK(to_json(read[i]).dump() == to_json(samples[i]).dump());
 }
