@@ -93,7 +93,7 @@ timeline.<step>.<host>.jsonl.zst and, on SIGTERM, verdict.<step>.<host>.json int
   --liveness-fd FD              write the compact verdict segment to this descriptor (>= 3)
   --driver-timeout S            deadline for one NVML call (default 5)
   --prometheus-textfile PATH    also write Prometheus metrics to PATH (at most every 10 s)
-  --alert-webhook-url URL       also POST Alertmanager v2 alerts
+  --alert-webhook-url URL       also POST Alertmanager v2 alerts (loads libcurl.so.4: Debian libcurl4)
   --rules FILE                  thresholds file (default: built-in thresholds)
   --timeline-format 1|2         2 (default): timeline.<step>.<host>.jsonl.zst, header once, then only
                                 what changed, zstd with a flush per sample (read it with
