@@ -12,7 +12,8 @@
 
 namespace stallscope {
 
-inline constexpr const char* kCurlSoname = "libcurl.so.4";  // Debian's libcurl4 / libcurl3-gnutls: same ABI
+// Debian package libcurl4 (the OpenSSL flavour, what libcurl4-openssl-dev builds against).
+inline constexpr const char* kCurlSoname = "libcurl.so.4";
 
 struct CurlLibrary {
     decltype(&::curl_global_init) global_init;
