@@ -347,15 +347,9 @@ TEST_CASE("counters compared in place: down, null, resets past a signed delta, t
         s.interfaces[0].rx_bytes = value;
         samples.push_back(s);
     }
-    SnapshotDiffEncoder by_part, whole;
     std::size_t adds = 0, sets = 0;
-    for (std::size_t i = 0; i < samples.size(); ++i) {
-        CAPTURE(i);
-        std::string a, b;
-        by_part.append_record(samples[i], a);
-        whole.append_record(to_json(samples[i]), b);
-        CHECK(a == b);
-        const Json r = Json::parse(a);
+    for (const std::string& record : test::records_by_part_checked(samples)) {
+        const Json r = Json::parse(record);
         if (r.contains("a")) ++adds;
         if (r.contains("set") && r["set"].contains("/rdma/0/counters/port_xmit_data")) ++sets;
     }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "libstallscope/timeline/documents.h"
+#include "libstallscope/timeline/snapshot_diff.h"
 #include "libstallscope/timeline/timeline.h"
 
 namespace stallscope::test {
@@ -31,6 +32,27 @@ inline std::vector<Snapshot> write_then_read(const std::vector<Snapshot>& sample
     CHECK(c.header["schema"] == kTimelineSchemaV2);
     if (warnings) *warnings = c.warnings;
     return c.samples;
+}
+
+// Each sample's record from the per-part writer, CHECKed equal to the whole-tree comparison's
+// (append_record(to_json(sample))); both writers start a new frame after sample `reset_after`.
+inline std::vector<std::string> records_by_part_checked(
+    const std::vector<Snapshot>& samples, std::size_t reset_after = static_cast<std::size_t>(-1)) {
+    SnapshotDiffEncoder by_part, whole;
+    std::vector<std::string> records;
+    for (std::size_t i = 0; i < samples.size(); ++i) {
+        CAPTURE(i);
+        std::string a, b;
+        by_part.append_record(samples[i], a);
+        whole.append_record(to_json(samples[i]), b);
+        CHECK(a == b);
+        records.push_back(std::move(a));
+        if (i == reset_after) {
+            by_part.reset();
+            whole.reset();
+        }
+    }
+    return records;
 }
 
 }  // namespace stallscope::test

@@ -196,19 +196,7 @@ TEST_CASE("v2 round trip: the scenario recordings (GPUs, NCCL, Xids) read back e
 TEST_CASE("the writer's per-part records equal the whole-tree comparison's, part by part") {
     // append_record(snapshot) skips what compares equal, and must still write exactly what comparing
     // the whole to_json trees writes.
-    const std::vector<Snapshot> samples = part_changes();
-    SnapshotDiffEncoder by_part, whole;
-    for (std::size_t i = 0; i < samples.size(); ++i) {
-        CAPTURE(i);
-        std::string a, b;
-        by_part.append_record(samples[i], a);
-        whole.append_record(to_json(samples[i]), b);
-        CHECK(a == b);
-        if (i == 7) {  // a reset (new frame) in the middle
-            by_part.reset();
-            whole.reset();
-        }
-    }
+    test::records_by_part_checked(part_changes(), 7);  // a reset (new frame) in the middle
 }
 
 TEST_CASE("to_json's top-level keys are the parts the writer walks (else it compares whole trees)") {
