@@ -12,65 +12,10 @@
 #include <vector>
 
 #include "libstallscope/model/counter_delta.h"
+#include "libstallscope/model/flat_map.h"
 #include "libstallscope/model/snapshot.h"
 
 namespace stallscope {
-
-// A sorted vector of (name, value) with the part of std::map's interface that Rates' readers use (find by
-// any string-like key, ordered iteration yielding pair<const-ish string, V>, empty). Flat because the
-// profiler rewrites it in place every sample: contiguous rows are updated without a node allocation or a
-// pointer chase, and lookups take a std::string_view so callers need not build a key string.
-template <class V>
-class FlatMap {
-  public:
-    using value_type = std::pair<std::string, V>;
-    using iterator = typename std::vector<value_type>::iterator;
-    using const_iterator = typename std::vector<value_type>::const_iterator;
-
-    iterator begin() { return items_.begin(); }
-    iterator end() { return items_.end(); }
-    const_iterator begin() const { return items_.begin(); }
-    const_iterator end() const { return items_.end(); }
-    bool empty() const { return items_.empty(); }
-    std::size_t size() const { return items_.size(); }
-    void clear() { items_.clear(); }
-
-    const_iterator find(std::string_view key) const {
-        auto it = lower(key);
-        return it != items_.end() && it->first == key ? it : items_.end();
-    }
-    iterator find(std::string_view key) {
-        auto it = lower(key);
-        return it != items_.end() && it->first == key ? it : items_.end();
-    }
-    std::size_t count(std::string_view key) const { return find(key) == end() ? 0 : 1; }
-    V& operator[](std::string_view key) {
-        auto it = lower(key);
-        if (it == items_.end() || it->first != key) it = items_.emplace(it, std::string(key), V{});
-        return it->second;
-    }
-    std::size_t erase(std::string_view key) {
-        auto it = find(key);
-        if (it == items_.end()) return 0;
-        items_.erase(it);
-        return 1;
-    }
-
-    // For compute_rates' in-place rewrite only: the caller keeps the entries sorted by name and unique.
-    std::vector<value_type>& storage() { return items_; }
-
-  private:
-    template <class It>
-    static It lower_in(It first, It last, std::string_view key) {
-        return std::lower_bound(first, last, key, [](const value_type& e, std::string_view k) {
-            return std::string_view(e.first) < k;
-        });
-    }
-    iterator lower(std::string_view key) { return lower_in(items_.begin(), items_.end(), key); }
-    const_iterator lower(std::string_view key) const { return lower_in(items_.begin(), items_.end(), key); }
-
-    std::vector<value_type> items_;
-};
 
 // The counters the rules read, by name (sorted: reindex() finds a row's names here by binary search).
 // A rule names one as a string literal; CounterName turns it into an index at compile time, and a row

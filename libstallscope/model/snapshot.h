@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "libstallscope/model/flat_map.h"
 #include "libstallscope/model/nccl.h"
 
 namespace stallscope {
@@ -21,8 +22,9 @@ inline constexpr const char* kSnapshotSchema = "stallscope.snapshot/1";
 
 using Counter = std::optional<std::uint64_t>;
 using Gauge = std::optional<double>;
-// Raw counter name (as the kernel/NIC names it) -> value; null when the file held garbage.
-using CounterMap = std::map<std::string, Counter>;
+// Raw counter name (as the kernel/NIC names it) -> value; null when the file held garbage. Flat
+// (flat_map.h): rebuilt or rewritten every sample and walked in name order by the writer, rates and rules.
+using CounterMap = FlatMap<Counter>;
 
 struct JobContext {
     std::string scheduler = "none";  // slurm | kubernetes | none
