@@ -84,18 +84,12 @@ class FlatMap {
     // With a hint, as std::map's: entries given in name order at end() are appended without a search.
     template <class M>
     iterator insert_or_assign(const_iterator hint, std::string_view key, M&& value) {
-        if (hint == end() && (items_.empty() || std::string_view(items_.back().first) < key)) {
-            items_.emplace_back(std::string(key), std::forward<M>(value));
-            return std::prev(items_.end());
-        }
+        if (appends(hint, key)) return append(key, std::forward<M>(value));
         return insert_or_assign(key, std::forward<M>(value)).first;
     }
     template <class M>
     iterator emplace_hint(const_iterator hint, std::string_view key, M&& value) {
-        if (hint == end() && (items_.empty() || std::string_view(items_.back().first) < key)) {
-            items_.emplace_back(std::string(key), std::forward<M>(value));
-            return std::prev(items_.end());
-        }
+        if (appends(hint, key)) return append(key, std::forward<M>(value));
         return try_emplace(key, std::forward<M>(value)).first;
     }
     template <class M>
@@ -114,6 +108,15 @@ class FlatMap {
     std::vector<value_type>& storage() { return items_; }
 
   private:
+    // A hint of end() for a key after every name: the new entry goes last, no search, nothing to assign.
+    bool appends(const_iterator hint, std::string_view key) const {
+        return hint == end() && (items_.empty() || std::string_view(items_.back().first) < key);
+    }
+    template <class M>
+    iterator append(std::string_view key, M&& value) {
+        items_.emplace_back(std::string(key), std::forward<M>(value));
+        return std::prev(items_.end());
+    }
     template <class It>
     static It lower_in(It first, It last, std::string_view key) {
         return std::lower_bound(first, last, key, [](const value_type& e, std::string_view k) {

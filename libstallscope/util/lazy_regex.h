@@ -1,7 +1,7 @@
 // A std::regex compiled the first time it is used, not while the program starts.
 //
 // libstdc++ compiles a std::regex through locale facets and dynamic_casts: the 22 patterns of the NCCL
-// parsers, built as globals, cost ~1.5 ms of CPU at every start of the `stallscope` binary (helper,
+// parsers, built as globals, cost ~2 ms of CPU at every start of the `stallscope` binary (helper,
 // epilog, each CLI call), although most runs never read an NCCL log. A LazyRegex global is constant-
 // initialised (a pointer and an empty optional); get() compiles once, thread-safe.
 #pragma once
