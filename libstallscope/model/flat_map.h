@@ -34,6 +34,7 @@ class FlatMap {
     FlatMap() = default;
     // Any order, as std::map's: sorted here; a repeated name keeps its first value, as std::map does.
     FlatMap(std::initializer_list<value_type> items) {
+        items_.reserve(items.size());
         for (const auto& item : items) try_emplace(item.first, item.second);
     }
     bool operator==(const FlatMap&) const = default;

@@ -6,7 +6,9 @@ namespace stallscope {
 namespace {
 
 Evidence job_evidence(const JobCgroup& c) {
-    Evidence ev{{"cgroup", c.path}};
+    Evidence ev;
+    ev.reserve(kEvidenceEntries);
+    ev["cgroup"] = c.path;
     if (!c.job_id.empty()) ev["job_id"] = c.job_id;
     return ev;
 }

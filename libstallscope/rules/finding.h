@@ -62,6 +62,10 @@ struct Finding {
     bool refresh = false;
 };
 
+// Room for the entries a rule's evidence usually holds: the helpers that start one (a GPU's ids, a job's
+// cgroup) reserve it, so the entries the rule adds after them do not move the others.
+inline constexpr std::size_t kEvidenceEntries = 8;
+
 // Builds a finding; `label` is the label it pushes towards (kLabelSlow, ...).
 Finding make_finding(const char* code, const char* category, const char* severity, const char* label,
                      std::string subject, SubjectKind kind, std::string message, Evidence evidence,

@@ -30,7 +30,9 @@ double median_without(const std::vector<double>& sorted, const std::optional<dou
 }
 
 Evidence gpu_ids(const Gpu& g) {
-    Evidence ev{{"gpu_index", static_cast<double>(g.index)}};
+    Evidence ev;
+    ev.reserve(kEvidenceEntries);
+    ev["gpu_index"] = static_cast<double>(g.index);
     if (!g.uuid.empty()) ev["uuid"] = g.uuid;
     return ev;
 }
