@@ -16,6 +16,28 @@ bool next_segment(std::string_view p, std::size_t& at, std::string_view& segment
     return true;
 }
 
+// "/host_stats/<member>" or "/host_stats/psi/<member>", after "/host_stats" (at `at`).
+void parse_host(std::string_view p, std::size_t at, KeptCounter& out) {
+    std::string_view member, psi_member;
+    if (!next_segment(p, at, member)) return;
+    if (member == "psi") {
+        if (!next_segment(p, at, psi_member) || at != p.size()) return;
+        if (const auto* f = find_moving(kMovingPsi, psi_member)) {
+            out.psi_counter = f->counter;
+            out.psi_gauge = f->gauge;
+        }
+    } else if (at == p.size()) {
+        if (const auto* f = find_moving(kMovingHost, member)) {
+            out.host_counter = f->counter;
+            out.host_gauge = f->gauge;
+        }
+    }
+    if (out.host_counter || out.host_gauge || out.psi_counter || out.psi_gauge) {
+        out.name.clear();
+        out.kind = KeptCounter::Kind::host;
+    }
+}
+
 }  // namespace
 
 void parse_kept_counter(std::string_view p, KeptCounter& out) {
@@ -26,10 +48,16 @@ void parse_kept_counter(std::string_view p, KeptCounter& out) {
     out.rdma_map = nullptr;
     out.gpu_counter = nullptr;
     out.gpu_gauge = nullptr;
+    out.host_counter = nullptr;
+    out.host_gauge = nullptr;
+    out.psi_counter = nullptr;
+    out.psi_gauge = nullptr;
     if (p.find('~') != std::string_view::npos) return;  // an escaped name: not one of ours
     std::size_t at = 0;
     std::string_view part, index, member, name;
-    if (!next_segment(p, at, part) || !next_segment(p, at, index) || !next_segment(p, at, member)) return;
+    if (!next_segment(p, at, part)) return;
+    if (part == "host_stats") return parse_host(p, at, out);
+    if (!next_segment(p, at, index) || !next_segment(p, at, member)) return;
     const bool has_name = next_segment(p, at, name);
     if (at != p.size()) return;  // deeper than a map entry
     const auto r = std::from_chars(index.data(), index.data() + index.size(), out.element);
@@ -80,12 +108,19 @@ Counter* kept_counter(Snapshot& s, const KeptCounter& c) {
         case KeptCounter::Kind::gpu:
             if (c.element >= s.gpus.size() || !c.gpu_counter) return nullptr;
             return &(s.gpus[c.element].*c.gpu_counter);
+        case KeptCounter::Kind::host:
+            if (c.host_counter) return &(s.host_stats.*c.host_counter);
+            return c.psi_counter ? &(s.host_stats.psi.*c.psi_counter) : nullptr;
         default:
             return nullptr;
     }
 }
 
 Gauge* kept_gauge(Snapshot& s, const KeptCounter& c) {
+    if (c.kind == KeptCounter::Kind::host) {
+        if (c.host_gauge) return &(s.host_stats.*c.host_gauge);
+        return c.psi_gauge ? &(s.host_stats.psi.*c.psi_gauge) : nullptr;
+    }
     if (c.kind != KeptCounter::Kind::gpu || !c.gpu_gauge || c.element >= s.gpus.size()) return nullptr;
     return &(s.gpus[c.element].*c.gpu_gauge);
 }

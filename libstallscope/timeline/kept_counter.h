@@ -1,7 +1,7 @@
-// Where a v2 "a" pointer (or a "set" of a GPU gauge) lands in the Snapshot the reader keeps: an integer
-// counter of an interface, RDMA port or GPU (a member, or a name in one of its counter maps). The reader then
-// writes the added value there instead of re-reading the whole element from the tree (which costs a port's
-// ~60 map entries).
+// Where a v2 "a" pointer (or a "set" of a gauge) lands in the Snapshot the reader keeps: an integer counter
+// of an interface, RDMA port or GPU (a member, or a name in one of its counter maps), a GPU gauge, or a
+// number of host_stats (its psi included). The reader then writes the value there instead of re-reading
+// the whole element from the tree (which costs a port's ~60 map entries, host_stats' 23 fields).
 #pragma once
 
 #include <string>
@@ -12,7 +12,7 @@
 namespace stallscope {
 
 struct KeptCounter {
-    enum class Kind : unsigned char { none, interface, rdma, gpu };
+    enum class Kind : unsigned char { none, interface, rdma, gpu, host };
     Kind kind = Kind::none;
     std::size_t element = 0;
     Counter NetInterface::*interface_counter = nullptr;
@@ -21,11 +21,16 @@ struct KeptCounter {
     CounterMap RdmaPort::*rdma_map = nullptr;
     Counter Gpu::*gpu_counter = nullptr;
     Gauge Gpu::*gpu_gauge = nullptr;  // a GPU gauge: placed from a "set" of a number
-    std::string name;                 // the map entry's name (a map member only)
+    Counter HostStats::*host_counter = nullptr;
+    Gauge HostStats::*host_gauge = nullptr;
+    Counter Psi::*psi_counter = nullptr;
+    Gauge Psi::*psi_gauge = nullptr;
+    std::string name;  // the map entry's name (a map member only)
 };
 
-// Fills `out` for `pointer` ("/rdma/3/counters/port_xmit_data"); Kind::none when it is not one the
-// reader can place (then the element is re-read). `out.name` is assigned over: no allocation once grown.
+// Fills `out` for `pointer` ("/rdma/3/counters/port_xmit_data", "/host_stats/psi/io_full_avg10"); Kind::none
+// when it is not one the reader can place (then the element is re-read). `out.name` is assigned over: no
+// allocation once grown.
 void parse_kept_counter(std::string_view pointer, KeptCounter& out);
 
 // The counter (gauge) `c` names in `s`, or null when `s` has no such element or map entry or `c` names

@@ -61,6 +61,36 @@ inline constexpr Moving<Gpu> kMovingGpu[] = {
     {"energy_mj", &Gpu::energy_mj},
 };
 
+// The host's numbers, for the reader only (the writer compares host_stats as a tree: one small object):
+// "/host_stats/<key>" and "/host_stats/psi/<key>" pointers land on these, as read_host_stats reads them.
+inline constexpr Moving<HostStats> kMovingHost[] = {
+    {.key = "load1", .gauge = &HostStats::load1},
+    {.key = "load5", .gauge = &HostStats::load5},
+    {.key = "load15", .gauge = &HostStats::load15},
+    {"mem_total_bytes", &HostStats::mem_total_bytes},
+    {"mem_available_bytes", &HostStats::mem_available_bytes},
+    {"procs_running", &HostStats::procs_running},
+    {"procs_blocked", &HostStats::procs_blocked},
+    {"oom_kills", &HostStats::oom_kills},
+};
+inline constexpr Moving<Psi> kMovingPsi[] = {
+    {.key = "cpu_some_avg10", .gauge = &Psi::cpu_some_avg10},
+    {.key = "cpu_some_avg60", .gauge = &Psi::cpu_some_avg60},
+    {.key = "io_some_avg10", .gauge = &Psi::io_some_avg10},
+    {.key = "io_some_avg60", .gauge = &Psi::io_some_avg60},
+    {.key = "io_full_avg10", .gauge = &Psi::io_full_avg10},
+    {.key = "io_full_avg60", .gauge = &Psi::io_full_avg60},
+    {.key = "memory_some_avg10", .gauge = &Psi::memory_some_avg10},
+    {.key = "memory_some_avg60", .gauge = &Psi::memory_some_avg60},
+    {.key = "memory_full_avg10", .gauge = &Psi::memory_full_avg10},
+    {.key = "memory_full_avg60", .gauge = &Psi::memory_full_avg60},
+    {"cpu_some_total_us", &Psi::cpu_some_total_us},
+    {"io_some_total_us", &Psi::io_some_total_us},
+    {"io_full_total_us", &Psi::io_full_total_us},
+    {"memory_some_total_us", &Psi::memory_some_total_us},
+    {"memory_full_total_us", &Psi::memory_full_total_us},
+};
+
 // The entry of `table` named `key`, or null.
 template <typename T, std::size_t N>
 constexpr const Moving<T>* find_moving(const Moving<T> (&table)[N], std::string_view key) {

@@ -196,8 +196,9 @@ class Reader {
         if (object["set"].get_object().get(changes) == simdjson::SUCCESS)
             for (simdjson::dom::key_value_pair field : changes) {
                 if (!decoder_.set(field.key, to_tree(field.value), problem_)) return broken(number);
-                // A GPU gauge set to a number (power, temperature: every second) is placed in the kept
-                // snapshot as Reader::number reads it; anything else re-reads what it touched.
+                // A gauge set to a number (a GPU's power or temperature, the host's load or PSI: every
+                // second) is placed in the kept snapshot as Reader::number reads it; anything else re-reads
+                // what it touched.
                 double value = 0;
                 Gauge* gauge = nullptr;
                 if (kept_clean_ && field.value.is_number() &&
@@ -343,7 +344,7 @@ class Reader {
         return true;
     }
 
-    // "g": every listed number's value; those that changed are set (a GPU gauge straight into kept_).
+    // "g": every listed number's value; those that changed are set (a gauge straight into kept_).
     bool apply_g(simdjson::dom::array list, std::size_t number) {
         std::size_t i = 0;
         for (simdjson::dom::element value : list) {

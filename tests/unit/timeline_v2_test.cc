@@ -66,6 +66,14 @@ std::vector<Snapshot> moving(const Snapshot& base, int count) {
             if (g.energy_mj) g.energy_mj = i == 5 ? 1 : *g.energy_mj + step;  // a counter reset
             g.utilization_pct = (i % 3 == 0) ? Gauge() : Gauge(50.0 + i * 0.25);
         }
+        // The host's numbers, which the reader places without re-reading host_stats: up and down, a
+        // gauge gone null and back, PSI gauges and totals.
+        s.host_stats.mem_available_bytes = (i % 2 ? 8'000'000'000ULL : 9'000'000'000ULL) + step;
+        s.host_stats.load1 = i == 4 ? Gauge() : Gauge(1.5 + i * 0.125);
+        s.host_stats.procs_running = static_cast<std::uint64_t>(1 + i % 5);
+        s.host_stats.psi.io_some_avg10 = 0.25 * i;
+        s.host_stats.psi.memory_full_avg60 = i == 8 ? Gauge() : Gauge(0.5 * i);
+        s.host_stats.psi.io_some_total_us = 1000 + step;
         if (i % 4 == 1) s.warnings.push_back("nvml: GPU 3 timed out");
         if (i == 7) s.collector_failures["nvml"] = "deadline 5 s exceeded";
         if (i >= 6) {
