@@ -24,8 +24,9 @@ std::string_view string_field(simdjson::dom::object object, const char* key) {
 
 class Reader {
   public:
-    Reader(const std::string& name, TimelineVisitor& visitor, std::vector<std::string>& warnings)
-        : name_(name), visitor_(visitor), warnings_(warnings) {}
+    Reader(const std::string& name, TimelineVisitor& visitor, std::vector<std::string>& warnings,
+           bool whole_samples)
+        : name_(name), visitor_(visitor), warnings_(warnings), whole_samples_(whole_samples) {}
 
     void warn(std::size_t line, const std::string& text) {
         if (++warning_count_ <= kMaxWarnings)
@@ -40,7 +41,7 @@ class Reader {
             const auto next = input.next(text, terminated, error);
             if (next == TimelineInput::Next::error) return false;
             if (next == TimelineInput::Next::end) break;
-            changes_ = changes_ || input.compressed();
+            changes_ = changes_ || (input.compressed() && !v1_header_);
             if (text.find_first_not_of(" \t\r") == std::string_view::npos) continue;
             if (!line(text, terminated, input.line_number()) && !recognised_) {
                 error = name_ + ": not a stallscope timeline (line " + std::to_string(input.line_number()) +
@@ -77,7 +78,10 @@ class Reader {
             sample(doc, object, number);
         } else if (type == "header") {
             recognised_ = true;
-            if (string_field(object, "schema") == kTimelineSchemaV2) changes_ = true;
+            const std::string_view schema = string_field(object, "schema");
+            if (schema == kTimelineSchemaV2) changes_ = true, v1_header_ = false;
+            // A v1 timeline someone compressed: its sample lines are whole samples, not change records.
+            if (schema == kTimelineSchema) changes_ = false, v1_header_ = true;
             visitor_.header(to_tree(doc));
         } else if (type == "event" && recognised_) {
             visitor_.event(to_tree(doc));
@@ -92,10 +96,14 @@ class Reader {
 
     void sample(simdjson::dom::element doc, simdjson::dom::object object, std::size_t number) {
         simdjson::dom::element full;
+        // A whole snapshot line (its own "schema") is read as one wherever it is: in a compressed v1
+        // file, or pasted into a v2 stream. Never a change record, which has no top-level schema.
+        const bool snapshot_line = string_field(object, "schema") == kSnapshotSchema;
         const bool record =
-            changes_ || object["full"].error() == simdjson::SUCCESS ||
-            object["a"].error() == simdjson::SUCCESS || object["add"].error() == simdjson::SUCCESS ||
-            object["g"].error() == simdjson::SUCCESS || object["set"].error() == simdjson::SUCCESS;
+            !snapshot_line &&
+            (changes_ || object["full"].error() == simdjson::SUCCESS ||
+             object["a"].error() == simdjson::SUCCESS || object["add"].error() == simdjson::SUCCESS ||
+             object["g"].error() == simdjson::SUCCESS || object["set"].error() == simdjson::SUCCESS);
         if (!record) {  // v1: the snapshot is the line itself
             emit(to_tree(doc), number);
         } else if (object["full"].get(full) == simdjson::SUCCESS) {
@@ -177,6 +185,13 @@ class Reader {
         simdjson::dom::object changes;
         simdjson::dom::array list;
         clear_dirty();
+        // A record that changes nothing still needs the sample it repeats: after a damaged record
+        // (or before the first full sample) there is none, and the kept one is stale (found by the fuzz
+        // target: such a record handed out the sample from before the damage).
+        if (!decoder_.has_tree()) {
+            problem_ = "a change record before any full sample (stream damaged?)";
+            return broken(number);
+        }
         if (object["keys"].get_array().get(list) == simdjson::SUCCESS && !read_keys(list, number))
             return false;
         if (object["a"].get_array().get(list) == simdjson::SUCCESS && !apply_a(list, number)) return false;
@@ -376,9 +391,10 @@ class Reader {
     bool broken(std::size_t number) {
         const bool had_tree = decoder_.has_tree();
         decoder_.reset();
+        kept_clean_ = false;  // kept_ is the sample before the damage: the next full one replaces it
         if (had_tree || !warned_no_tree_)
             warn(number, problem_ + "; samples skipped until the next full sample");
-        warned_no_tree_ = !had_tree;
+        warned_no_tree_ = true;  // one warning per damage: the records after it say nothing new
         return false;
     }
 
@@ -403,7 +419,7 @@ class Reader {
 
     // kept_ with the fields the record touched re-read, the same as snapshot_from_json(decoder_.tree()).
     void emit_changed(std::size_t number) {
-        if (!kept_clean_ || dirty_everything_) return emit_kept(number);
+        if (!kept_clean_ || dirty_everything_ || whole_samples_) return emit_kept(number);
         problems_.clear();
         for (std::size_t f = 0; f < dirty_field_.size(); ++f) {
             const auto field = static_cast<SnapshotField>(f);
@@ -437,7 +453,9 @@ class Reader {
     std::size_t warning_count_ = 0;
     bool recognised_ = false;  // a header or a sample was seen: this is a timeline
     bool warned_no_tree_ = false;
-    bool changes_ = false;  // a v2 timeline: sample lines are change records (snapshot_diff.h)
+    bool v1_header_ = false;    // the last header said stallscope.timeline/1
+    bool changes_ = false;      // a v2 timeline: sample lines are change records (snapshot_diff.h)
+    const bool whole_samples_;  // TimelineReadLimits::whole_samples
     simdjson::dom::parser parser_;
     SnapshotDiffDecoder decoder_;
     std::string problem_;
@@ -476,7 +494,7 @@ class Reader {
 
 bool visit_timeline(const std::string& path, TimelineVisitor& visitor, std::vector<std::string>& warnings,
                     std::string& error, const TimelineReadLimits& limits) {
-    Reader reader(path, visitor, warnings);
+    Reader reader(path, visitor, warnings, limits.whole_samples);
     TimelineInput input(limits, [&](std::size_t line, const std::string& w) { reader.warn(line, w); });
     if (!input.open(path, error)) return false;
     return reader.run(input, error);
@@ -485,7 +503,7 @@ bool visit_timeline(const std::string& path, TimelineVisitor& visitor, std::vect
 bool visit_timeline_fd(int fd, const std::string& name, TimelineVisitor& visitor,
                        std::vector<std::string>& warnings, std::string& error,
                        const TimelineReadLimits& limits) {
-    Reader reader(name, visitor, warnings);
+    Reader reader(name, visitor, warnings, limits.whole_samples);
     TimelineInput input(limits, [&](std::size_t line, const std::string& w) { reader.warn(line, w); });
     if (!input.adopt(fd, name, error)) return false;
     return reader.run(input, error);

@@ -1,5 +1,7 @@
 // visit_timeline_fd on arbitrary file contents (a torn or hand-edited timeline), then the replay path on what
-// it read: the same Profiler the helper runs live, its verdict, and the verdict's JSON.
+// it read: the same Profiler the helper runs live, its verdict, and the verdict's JSON. And the v2 reader's
+// shortcuts (a change record's numbers placed in the kept sample, only touched fields re-read) against
+// reading every sample whole from the decoded tree: the same samples and warnings, whatever the records.
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -29,7 +31,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     // v1 and v2 (zstd) alike; "not a stallscope timeline" is a valid answer, a crash or a leak is not.
     struct Replay final : TimelineVisitor {
         Profiler profiler{Thresholds{}};
-        void sample(Snapshot&& snapshot) override { profiler.observe(std::move(snapshot)); }
+        std::vector<std::string> samples;  // each sample's JSON, as read
+        void sample(Snapshot&& snapshot) override {
+            samples.push_back(to_json(snapshot).dump(-1, ' ', false, Json::error_handler_t::replace));
+            profiler.observe(std::move(snapshot));
+        }
     } replay;
     std::vector<std::string> warnings;
     std::string error;
@@ -39,5 +45,22 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     Profiler& profiler = replay.profiler;
     const StepVerdict verdict = profiler.verdict();
     (void)to_json(verdict).dump();  // as replay_timeline() compares it: throws on invalid UTF-8
+
+    struct Collect final : TimelineVisitor {
+        std::vector<std::string> samples;
+        void sample(Snapshot&& snapshot) override {
+            samples.push_back(to_json(snapshot).dump(-1, ' ', false, Json::error_handler_t::replace));
+        }
+    } whole;
+    TimelineReadLimits whole_samples;
+    whole_samples.whole_samples = true;
+    std::vector<std::string> whole_warnings;
+    std::string whole_error;
+    FUZZ_CHECK(::lseek(fd, 0, SEEK_SET) == 0);
+    FUZZ_CHECK(visit_timeline_fd(fd, "fuzz-input", whole, whole_warnings, whole_error, whole_samples) ==
+               read);
+    FUZZ_CHECK(whole_error == error);
+    FUZZ_CHECK(whole_warnings == warnings);
+    FUZZ_CHECK(whole.samples == replay.samples);
     return 0;
 }

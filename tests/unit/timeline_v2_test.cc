@@ -257,6 +257,45 @@ TEST_CASE("a record that sets a wrong-typed value: every sample after it warns, 
     CHECK(to_json(c.samples[4]).dump() == to_json(s).dump());
 }
 
+TEST_CASE("after a damaged record no sample comes out, not even for a record that changes nothing") {
+    // Found by the timeline fuzz target: a record with no changes after a damaged one handed out the
+    // sample from before the damage (the whole read gave an empty one). One warning for the damage.
+    const std::string dir = temp_dir();
+    Snapshot s = test::full_snapshot();
+    std::string text = R"({"type":"header","schema":"stallscope.timeline/2"})"
+                       "\n";
+    text += R"({"type":"sample","full":)" + to_json(s).dump() + "}\n";
+    text += R"({"type":"sample","add":{"/no/such/counter":5}})"
+            "\n";  // damaged: nothing to add to
+    text += R"({"type":"sample"})"
+            "\n";  // changes nothing, but there is no sample to repeat
+    text += R"({"type":"sample","set":{"/unix_time":1795160409.5}})"
+            "\n";
+    s.time = 1795160410.5;
+    text += R"({"type":"sample","full":)" + to_json(s).dump() + "}\n";  // and back
+    text += R"({"type":"sample"})"
+            "\n";
+    std::ofstream(dir + "/t.jsonl") << text;
+    for (const bool whole : {false, true}) {
+        CAPTURE(whole);
+        struct Collect final : TimelineVisitor {
+            std::vector<Snapshot> samples;
+            void sample(Snapshot&& snapshot) override { samples.push_back(std::move(snapshot)); }
+        } collect;
+        TimelineReadLimits limits;
+        limits.whole_samples = whole;
+        std::vector<std::string> warnings;
+        std::string error;
+        REQUIRE_MESSAGE(visit_timeline(dir + "/t.jsonl", collect, warnings, error, limits), error);
+        REQUIRE(collect.samples.size() == 3);
+        CHECK(collect.samples[1].time == 1795160410.5);
+        CHECK(to_json(collect.samples[2]).dump() == to_json(s).dump());
+        REQUIRE(warnings.size() == 1);
+        CHECK(warnings[0].find(":3: ") != std::string::npos);
+        CHECK(warnings[0].find("samples skipped until the next full sample") != std::string::npos);
+    }
+}
+
 TEST_CASE("unchanged values cost nothing: a sample that only moved in time is its clock") {
     const Snapshot base = node_snapshot(std::string(STALLSCOPE_FIXTURES_DIR) + "/nodes/roce");
     Snapshot next = base;
