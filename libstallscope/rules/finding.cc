@@ -24,6 +24,15 @@ Finding make_finding(const char* code, const char* category, const char* severit
     return f;
 }
 
+Evidence gpu_evidence(const Gpu& g) {
+    Evidence ev;
+    ev.reserve(kEvidenceEntries);
+    ev["gpu_index"] = static_cast<double>(g.index);
+    if (!g.uuid.empty()) ev["uuid"] = g.uuid;
+    if (!g.pci_bus_id.empty()) ev["pci_bus_id"] = g.pci_bus_id;
+    return ev;
+}
+
 std::string fmt_num(double value) {
     // std::to_chars with a precision writes what printf("%.*f" / "%.*g") writes (the standard says so),
     // without printf's format parsing and locale: this runs for every message of every firing finding,

@@ -66,6 +66,9 @@ struct Finding {
 // cgroup) reserve it, so the entries the rule adds after them do not move the others.
 inline constexpr std::size_t kEvidenceEntries = 8;
 
+// A GPU's ids (index, uuid, PCI bus id when known), room reserved for what the rule adds.
+Evidence gpu_evidence(const Gpu& g);
+
 // Builds a finding; `label` is the label it pushes towards (kLabelSlow, ...).
 Finding make_finding(const char* code, const char* category, const char* severity, const char* label,
                      std::string subject, SubjectKind kind, std::string message, Evidence evidence,

@@ -8,15 +8,6 @@
 namespace stallscope {
 namespace {
 
-Evidence gpu_evidence(const Gpu& g) {
-    Evidence ev;
-    ev.reserve(kEvidenceEntries);
-    ev["gpu_index"] = static_cast<double>(g.index);
-    if (!g.uuid.empty()) ev["uuid"] = g.uuid;
-    if (!g.pci_bus_id.empty()) ev["pci_bus_id"] = g.pci_bus_id;
-    return ev;
-}
-
 struct Mean {
     double sum = 0;
     int n = 0;

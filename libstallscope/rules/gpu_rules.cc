@@ -8,15 +8,6 @@
 namespace stallscope {
 namespace {
 
-Evidence gpu_evidence(const Gpu& g) {
-    Evidence ev;
-    ev.reserve(kEvidenceEntries);
-    ev["gpu_index"] = static_cast<double>(g.index);
-    if (!g.uuid.empty()) ev["uuid"] = g.uuid;
-    if (!g.pci_bus_id.empty()) ev["pci_bus_id"] = g.pci_bus_id;
-    return ev;
-}
-
 bool in_list(int code, std::initializer_list<int> codes) {
     return std::find(codes.begin(), codes.end(), code) != codes.end();
 }

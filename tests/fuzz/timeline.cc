@@ -29,29 +29,27 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     FUZZ_CHECK(::lseek(fd, 0, SEEK_SET) == 0);
 
     // v1 and v2 (zstd) alike; "not a stallscope timeline" is a valid answer, a crash or a leak is not.
-    struct Replay final : TimelineVisitor {
-        Profiler profiler{Thresholds{}};
-        std::vector<std::string> samples;  // each sample's JSON, as read
+    // Each sample's JSON as read; and, when given a profiler, the replay path on it.
+    struct Collect final : TimelineVisitor {
+        Profiler* profiler = nullptr;
+        std::vector<std::string> samples;
         void sample(Snapshot&& snapshot) override {
             samples.push_back(to_json(snapshot).dump(-1, ' ', false, Json::error_handler_t::replace));
-            profiler.observe(std::move(snapshot));
+            if (profiler) profiler->observe(std::move(snapshot));
         }
-    } replay;
+    };
+    Profiler profiler{Thresholds{}};
+    Collect replay;
+    replay.profiler = &profiler;
     std::vector<std::string> warnings;
     std::string error;
     const bool read = visit_timeline_fd(fd, "fuzz-input", replay, warnings, error);
     FUZZ_CHECK(read || !error.empty());
     FUZZ_CHECK(warnings.size() <= kMaxWarnings + 1);
-    Profiler& profiler = replay.profiler;
     const StepVerdict verdict = profiler.verdict();
     (void)to_json(verdict).dump();  // as replay_timeline() compares it: throws on invalid UTF-8
 
-    struct Collect final : TimelineVisitor {
-        std::vector<std::string> samples;
-        void sample(Snapshot&& snapshot) override {
-            samples.push_back(to_json(snapshot).dump(-1, ' ', false, Json::error_handler_t::replace));
-        }
-    } whole;
+    Collect whole;
     TimelineReadLimits whole_samples;
     whole_samples.whole_samples = true;
     std::vector<std::string> whole_warnings;
