@@ -33,8 +33,9 @@ std::string evidence_text(const Evidence& evidence) {
 
 nlohmann::json evidence_json(const Evidence& evidence) {
     nlohmann::json out = nlohmann::json::object();
-    for (const auto& [key, value] : evidence) {
-        std::visit([&out, &key](const auto& v) { out[key] = v; }, value);
+    // Not a structured binding: clang 14 (Debian 12's) cannot capture one in a lambda.
+    for (const auto& entry : evidence) {
+        std::visit([&out, &entry](const auto& v) { out[entry.first] = v; }, entry.second);
     }
     return out;
 }
