@@ -32,7 +32,9 @@ TEST_CASE("every subcommand answers --help with its options and defaults, before
         {"report", "--json"},         {"replay", "--rules FILE"}, {"jobs", "default now-1days"},
         {"record", "default 30"},     {"summarize", "DIR"},       {"compare", "--html FILE"},
         {"html", "-o, --output FILE"}};
-    for (const auto& [command, text] : expected) {
+    for (const auto& entry : expected) {
+        const std::string& command = entry.first;  // not a structured binding: clang 14 cannot capture one
+        const std::string& text = entry.second;
         // `record --help` would otherwise start sampling, `summarize --help` write files.
         const auto r = run_process({STALLSCOPE_EXE, command, "--help"});
         CHECK_MESSAGE(r.exit_code == 0, command);

@@ -21,7 +21,9 @@ TEST_CASE("Alertmanager URLs: a base URL or the full v2 path, both normalised to
         {"http://[::1]:9093?tenant=a#frag", "http://[::1]:9093/api/v2/alerts?tenant=a"},
         {"http://user:pw@am:9093/api/v2/alerts\n", "http://user:pw@am:9093/api/v2/alerts"},
     };
-    for (const auto& [in, want] : cases) {
+    for (const auto& c : cases) {
+        const auto& in = c.first;  // not a structured binding: clang 14 cannot capture one in INFO
+        const auto& want = c.second;
         std::string error;
         auto got = normalize_alertmanager_url(in, error);
         INFO(in);

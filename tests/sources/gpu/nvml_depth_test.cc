@@ -33,8 +33,10 @@ Snapshot sample(Source& source, std::vector<std::string> visible = {}) {
     return snapshot;
 }
 
+// The fake's test hook: how many times a query reached a device. Loads the fake when no source has yet
+// (not RTLD_NOLOAD): run alone, or first, a test asks before its source's first sample loaded it.
 unsigned long long fake_query_count(const char* query) {
-    void* handle = ::dlopen(STALLSCOPE_FAKE_NVML_PATH, RTLD_NOW | RTLD_NOLOAD);
+    void* handle = ::dlopen(STALLSCOPE_FAKE_NVML_PATH, RTLD_NOW);
     REQUIRE(handle != nullptr);
     auto fn = reinterpret_cast<unsigned long long (*)(const char*)>(
         ::dlsym(handle, "stallscope_fake_nvml_query_count"));

@@ -179,7 +179,9 @@ TEST_CASE("an Inspector record with any field of the wrong type is declined, nev
         {"\"coll_sn\":", "\"coll_sn\":-1,\"was_sn\":"},
         {"\"coll_msg_size_bytes\":", "\"coll_msg_size_bytes\":\"big\",\"was_size\":"},
     };
-    for (const auto& [key, replacement] : swaps) {
+    for (const auto& swap : swaps) {
+        const auto& key = swap.first;  // not a structured binding: clang 14 cannot capture one in CAPTURE
+        const auto& replacement = swap.second;
         CAPTURE(key);
         const auto at = line.find(key);
         REQUIRE(at != std::string::npos);

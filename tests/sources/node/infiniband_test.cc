@@ -82,8 +82,9 @@ TEST_CASE("a DGX H100 reports eight active NDR ports with every counter file") {
         CHECK(p.netdev == "ib" + std::to_string(i));  // IPoIB, from device/net
         CHECK(p.counters.size() == 21);
         CHECK(p.hw_counters.size() == 25);
-        for (const auto& [name, value] : p.counters) CHECK_MESSAGE(value.has_value(), name);
-        for (const auto& [name, value] : p.hw_counters) CHECK_MESSAGE(value.has_value(), name);
+        // .first/.second, not structured bindings: clang 14 cannot capture those in CHECK_MESSAGE
+        for (const auto& counter : p.counters) CHECK_MESSAGE(counter.second.has_value(), counter.first);
+        for (const auto& counter : p.hw_counters) CHECK_MESSAGE(counter.second.has_value(), counter.first);
     }
     const RdmaPort& first = snap.rdma[0];
     CHECK(counter(first.counters, "port_rcv_data") == 123456789012u);
