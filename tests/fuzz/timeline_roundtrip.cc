@@ -1,0 +1,93 @@
+// What the helper writes comes back as it was: any sequence of snapshots (the input's lines, each a JSON
+// object read with snapshot_from_json) written by TimelineWriter, v2 (change records, a new zstd frame
+// every few samples) and v1, and read back by visit_timeline, gives every sample again, field for field,
+// with no warning. The other targets feed the reader damaged files; this one feeds the writer odd samples
+// (fields appearing and vanishing, lists growing and shrinking, numbers at the edges of their types), where
+// a bug in the change records would lose data silently in every recording.
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "libstallscope/timeline/documents.h"
+#include "libstallscope/timeline/timeline.h"
+#include "tests/fuzz/fuzz_input.h"
+
+using namespace stallscope;
+
+namespace {
+
+constexpr std::size_t kMaxSamples = 64;
+
+std::string dump(const Snapshot& s) {
+    return to_json(s).dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+struct Collect final : TimelineVisitor {
+    std::vector<std::string> samples;
+    void sample(Snapshot&& snapshot) override { samples.push_back(dump(snapshot)); }
+    void sample_view(const Snapshot& snapshot) override { samples.push_back(dump(snapshot)); }
+};
+
+// The samples as `format` stores them, read back (both read modes for v2).
+void check_round_trip(const std::vector<Snapshot>& samples, const std::vector<std::string>& expected,
+                      TimelineFormat format, int per_frame) {
+    // One file per process, rewritten for every input (the writer refuses symlinks and appends).
+    const std::string path =
+        "/tmp/stallscope-fuzz-roundtrip." + std::to_string(::getpid()) + timeline_suffix(format);
+    ::unlink(path.c_str());
+    std::string error;
+    {
+        TimelineWriter writer(format);
+        writer.set_samples_per_frame(per_frame);
+        FUZZ_CHECK(writer.open(path, error));
+        FUZZ_CHECK(writer.write_header(timeline_header(samples.front(), 1.0, {}), error));
+        for (const Snapshot& s : samples) FUZZ_CHECK(writer.append_sample(s, Profile{}, error));
+    }
+    for (const bool whole : {false, true}) {
+        if (whole && format != TimelineFormat::zstd_v2) continue;
+        Collect read;
+        std::vector<std::string> warnings;
+        TimelineReadLimits limits;
+        limits.whole_samples = whole;
+        const bool ok = visit_timeline(path, read, warnings, error, limits);
+        if (!ok || !warnings.empty() || read.samples != expected) {
+            std::fprintf(stderr, "format %s, whole %d, %zu samples written, %zu read, error '%s'\n",
+                         timeline_suffix(format), whole, expected.size(), read.samples.size(), error.c_str());
+            for (const auto& w : warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
+            for (std::size_t i = 0; i < expected.size() && i < read.samples.size(); ++i)
+                if (read.samples[i] != expected[i])
+                    std::fprintf(stderr, "sample %zu\n written %s\n read    %s\n", i, expected[i].c_str(),
+                                 read.samples[i].c_str());
+        }
+        FUZZ_CHECK(ok);
+        FUZZ_CHECK(warnings.empty());
+        FUZZ_CHECK(read.samples == expected);
+    }
+    ::unlink(path.c_str());
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+    const std::string_view text = fuzz::as_text(data, size);
+    std::vector<Snapshot> samples;
+    std::vector<std::string> expected;
+    for (std::size_t start = 0; start < text.size() && samples.size() < kMaxSamples;) {
+        std::size_t end = text.find('\n', start);
+        if (end == std::string_view::npos) end = text.size();
+        const std::string_view line = text.substr(start, end - start);
+        start = end + 1;
+        const Json object = Json::parse(line.begin(), line.end(), nullptr, /*allow_exceptions=*/false);
+        if (object.is_discarded() || !object.is_object()) continue;
+        std::vector<std::string> problems;
+        samples.push_back(snapshot_from_json(object, problems));
+        expected.push_back(dump(samples.back()));
+    }
+    if (samples.empty()) return 0;
+    // A new frame (header and a full sample again) every 1-4 samples: the reader's restart path too.
+    const int per_frame = 1 + static_cast<int>(size % 4);
+    check_round_trip(samples, expected, TimelineFormat::zstd_v2, per_frame);
+    check_round_trip(samples, expected, TimelineFormat::jsonl_v1, per_frame);
+    return 0;
+}
