@@ -238,19 +238,18 @@ int run_record(int argc, char** argv, int first) {
     const std::string final_timeline = timeline.path().empty() ? timeline_path : timeline.path();
     timeline.close();
     std::string verdict_file = dir + "/verdict." + stem + ".json";
-    if (!write_file_atomically(
-            verdict_file,
-            verdict_document(header, verdict, final_timeline, warnings, node_stats.to_json()).dump(2) + "\n",
-            true, error)) {
+    // error_handler_t::replace: the job name, the output path and what the sources read may hold bytes
+    // that are not UTF-8 (a Latin-1 job name or home directory); dump() would throw and lose the verdict.
+    const auto document_text = [&] {
+        return verdict_document(header, verdict, final_timeline, warnings, node_stats.to_json())
+                   .dump(2, ' ', false, Json::error_handler_t::replace) +
+               "\n";
+    };
+    if (!write_file_atomically(verdict_file, document_text(), true, error)) {
         const OutputDir fallback = fallback_output_dir(dir, "refused the verdict (" + error + ")");
         warnings.push_back(fallback.warning);
         verdict_file = fallback.path + "/verdict." + stem + ".json";
-        if (fallback.path.empty() ||
-            !write_file_atomically(
-                verdict_file,
-                verdict_document(header, verdict, final_timeline, warnings, node_stats.to_json()).dump(2) +
-                    "\n",
-                true, error))
+        if (fallback.path.empty() || !write_file_atomically(verdict_file, document_text(), true, error))
             std::fprintf(stderr, "stallscope: verdict: %s\n", error.c_str());
     }
     const int allocated_gpus = allocated_gpus_from_slurm_env();

@@ -101,7 +101,8 @@ void print(const std::string& path, const Replayed& r, bool json) {
         out["timeline"] = path;
         out["matches_recorded"] = result.matches_recorded ? Json(*result.matches_recorded) : Json(nullptr);
         out["replay_warnings"] = result.warnings;
-        std::printf("%s\n", out.dump().c_str());
+        // replace: the path as given may be Latin-1 (or any bytes), and JSON text is UTF-8
+        std::printf("%s\n", out.dump(-1, ' ', false, Json::error_handler_t::replace).c_str());
     } else {
         std::printf("%s: %zu samples\n%s", path.c_str(), result.samples,
                     verdict_text(result.verdict).c_str());

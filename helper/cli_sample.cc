@@ -149,11 +149,13 @@ int run_sample(int argc, char** argv, int first) {
                                   detected ? &more_context : nullptr};
             // Periodic: exactly one single-line object per sample (machine-friendly), written from the
             // structs (append_sample_line_json: the tree's dump() bytes, without the tree) into a buffer
-            // kept between samples; one-shot, or a line that writer cannot promise (non-ASCII): the tree.
+            // kept between samples; one-shot, or a line that writer cannot promise (ill-formed UTF-8):
+            // the tree.
             text.clear();
             if (!periodic || !append_sample_line_json(text, line)) {
                 const Json out = sample_line_to_json(line);
-                text = periodic ? out.dump() : out.dump(2);
+                // replace: a job name or a source's text that is not UTF-8 must not end the CLI
+                text = out.dump(periodic ? -1 : 2, ' ', false, Json::error_handler_t::replace);
             }
             text.push_back('\n');
             write_line(text);

@@ -135,7 +135,7 @@ std::string tables(const JobReport& r) {
 }  // namespace
 
 std::string json_for_script(const Json& value) {
-    std::string text = value.dump();
+    std::string text = value.dump(-1, ' ', false, Json::error_handler_t::replace);  // names may not be UTF-8
     std::string out;
     out.reserve(text.size());
     for (char c : text) out += c == '<' ? std::string("\\u003c") : std::string(1, c);  // only inside strings
