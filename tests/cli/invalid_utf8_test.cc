@@ -1,7 +1,8 @@
 // Text that is not UTF-8 where users put it: a job name typed on a Latin-1 terminal (`sbatch -J`), an
 // output directory or timeline path under a Latin-1 home. JSON text must be UTF-8 and nlohmann's dump()
 // throws on anything else, which ended the CLI with "internal error" and lost the helper's verdict file.
-// Every JSON the binary writes now replaces such bytes (U+FFFD) and goes on.
+// Every JSON the binary writes now replaces such bytes (U+FFFD) and goes on; so for bytes a source read
+// (a netdev name: the kernel allows any byte but '/', ':' and whitespace).
 #include <doctest/doctest.h>
 #include <sys/stat.h>
 
@@ -81,4 +82,41 @@ TEST_CASE(
     CHECK_MESSAGE(html.exit_code == 0, html.err);
     struct stat st {};
     CHECK(::stat(page.c_str(), &st) == 0);
+}
+
+TEST_CASE("a netdev name that is not UTF-8 (the kernel allows any byte but '/', ':' and spaces)") {
+    // The vm fixture node with eth0 renamed "eth\xe90" in /proc/net/dev.
+    const std::string node = make_temp_dir("utf8-node") + "/vm";
+    REQUIRE(
+        run_process({"/bin/cp", "-r", std::string(STALLSCOPE_FIXTURES_DIR) + "/nodes/vm", node}).exit_code ==
+        0);
+    const std::string net_dev = node + "/proc/net/dev";
+    std::string text;
+    {
+        std::ifstream in(net_dev);
+        text.assign(std::istreambuf_iterator<char>(in), {});
+    }
+    const auto at = text.find("  eth0:");
+    REQUIRE(at != std::string::npos);
+    text.replace(at, 7, std::string("  eth\xe9") + "0:");  // "\xe90" would be one escape
+    std::ofstream(net_dev) << text;
+    auto env = job_env_named("plain");
+    for (auto& v : env)
+        if (v.rfind("STALLSCOPE_PROCFS_ROOT=", 0) == 0) v = "STALLSCOPE_PROCFS_ROOT=" + node + "/proc";
+
+    const auto once = run_process({STALLSCOPE_EXE, "--json"}, env);
+    REQUIRE_MESSAGE(once.exit_code == 0, once.err);
+    const Json sample = Json::parse(once.out);  // kept: a range-for over a temporary's member dangles
+    const std::string replaced = std::string("eth\xef\xbf\xbd") + "0";
+    bool seen = false;
+    for (const auto& iface : sample["interfaces"]) seen = seen || iface["name"] == replaced;
+    CHECK_MESSAGE(seen, once.out);
+
+    const std::string dir = make_temp_dir("utf8-netdev");
+    const auto rec = run_process(
+        {STALLSCOPE_EXE, "record", "--out-dir", dir, "--interval-seconds", "0.05", "--count", "3"}, env);
+    REQUIRE_MESSAGE(rec.exit_code == 0, rec.err);
+    CHECK(read_json(dir + "/verdict.0.vm.json")["schema"] == "stallscope.verdict/1");
+    const auto replay = run_process({STALLSCOPE_EXE, "replay", "--json", dir + "/timeline.0.vm.jsonl.zst"});
+    CHECK_MESSAGE(replay.exit_code == 0, replay.err);
 }
