@@ -77,8 +77,13 @@ StepVerdict step_verdict_from_json(const Json& object, std::vector<std::string>&
     v.worst_port = in.string("worst_port");
     v.worst_interface = in.string("worst_interface");
     v.samples = clamped_int(in, "samples", 0);
-    v.start_time = time_of(in, "start");
-    v.end_time = time_of(in, "end");
+    // A verdict of no samples has no time span: the helper writes null start and end for it, and a file
+    // that says 0 samples with times (hand-edited, corrupt) must not give the merge a duration the
+    // verdict's own JSON does not carry.
+    if (v.samples > 0) {
+        v.start_time = time_of(in, "start");
+        v.end_time = time_of(in, "end");
+    }
     return v;
 }
 
