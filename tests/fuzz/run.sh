@@ -50,7 +50,7 @@ run_one() {
     mkdir -p "$corpus" "$artifacts"
     local dict=()
     case "$name" in
-        snapshot_json | timeline | timeline_roundtrip) dict=(-dict="$repo/tests/fuzz/json.dict") ;;
+        snapshot_json | timeline | timeline_roundtrip | sample_line_json | verdict_file) dict=(-dict="$repo/tests/fuzz/json.dict") ;;
     esac
     # -rss_limit_mb bounds a runaway allocation; -timeout flags a hang (any single input over 10 s).
     local common=(-timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$artifacts" "${dict[@]}")

@@ -3,12 +3,16 @@
 // every few samples) and v1, and read back by visit_timeline, gives every sample again, field for field,
 // with no warning. The other targets feed the reader damaged files; this one feeds the writer odd samples
 // (fields appearing and vanishing, lists growing and shrinking, numbers at the edges of their types), where
-// a bug in the change records would lose data silently in every recording.
+// a bug in the change records would lose data silently in every recording. And `stallscope replay` of
+// what was read reaches the verdict the helper reached live: replay profiles a lent sample with no previous
+// one kept (Profiler::observe_view_for_verdict), the helper hands over each sample and keeps the last
+// (Profiler::observe), and a recorded verdict must come back byte for byte.
 #include <unistd.h>
 
 #include <string>
 #include <vector>
 
+#include "libstallscope/rules/profiler.h"
 #include "libstallscope/timeline/documents.h"
 #include "libstallscope/timeline/timeline.h"
 #include "tests/fuzz/fuzz_input.h"
@@ -23,15 +27,24 @@ std::string dump(const Snapshot& s) {
     return to_json(s).dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
+std::string dump(const StepVerdict& v) {
+    return to_json(v).dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+// What was read, and the verdict replay reaches on it (as helper/replay_timeline.cc profiles).
 struct Collect final : TimelineVisitor {
     std::vector<std::string> samples;
-    void sample(Snapshot&& snapshot) override { samples.push_back(dump(snapshot)); }
-    void sample_view(const Snapshot& snapshot) override { samples.push_back(dump(snapshot)); }
+    Profiler replay{Thresholds{}};
+    void sample(Snapshot&& snapshot) override { sample_view(snapshot); }
+    void sample_view(const Snapshot& snapshot) override {
+        samples.push_back(dump(snapshot));
+        replay.observe_view_for_verdict(snapshot);
+    }
 };
 
 // The samples as `format` stores them, read back (both read modes for v2).
 void check_round_trip(const std::vector<Snapshot>& samples, const std::vector<std::string>& expected,
-                      TimelineFormat format, int per_frame) {
+                      const std::string& live_verdict, TimelineFormat format, int per_frame) {
     // One file per process, rewritten for every input (the writer refuses symlinks and appends).
     const std::string path =
         "/tmp/stallscope-fuzz-roundtrip." + std::to_string(::getpid()) + timeline_suffix(format);
@@ -63,6 +76,11 @@ void check_round_trip(const std::vector<Snapshot>& samples, const std::vector<st
         FUZZ_CHECK(ok);
         FUZZ_CHECK(warnings.empty());
         FUZZ_CHECK(read.samples == expected);
+        const std::string replayed = dump(read.replay.verdict());
+        if (replayed != live_verdict)
+            std::fprintf(stderr, "verdict live\n %s\nreplayed\n %s\n", live_verdict.c_str(),
+                         replayed.c_str());
+        FUZZ_CHECK(replayed == live_verdict);
     }
     ::unlink(path.c_str());
 }
@@ -85,9 +103,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         expected.push_back(dump(samples.back()));
     }
     if (samples.empty()) return 0;
+    Profiler live{Thresholds{}};  // as the helper profiles (helper/cli_record.cc)
+    for (const Snapshot& s : samples) live.observe(Snapshot(s));
+    const std::string live_verdict = dump(live.verdict());
     // A new frame (header and a full sample again) every 1-4 samples: the reader's restart path too.
     const int per_frame = 1 + static_cast<int>(size % 4);
-    check_round_trip(samples, expected, TimelineFormat::zstd_v2, per_frame);
-    check_round_trip(samples, expected, TimelineFormat::jsonl_v1, per_frame);
+    check_round_trip(samples, expected, live_verdict, TimelineFormat::zstd_v2, per_frame);
+    check_round_trip(samples, expected, live_verdict, TimelineFormat::jsonl_v1, per_frame);
     return 0;
 }
