@@ -3,10 +3,26 @@
 #include <charconv>
 #include <cmath>
 
+#include "libstallscope/util/utf8.h"
+
 namespace stallscope {
 
 void append_escaped_label_value(std::string& out, std::string_view value) {
-    for (char c : value) {
+    const char* const end = value.data() + value.size();
+    for (const char* p = value.data(); p != end; ++p) {
+        const char c = *p;
+        if (static_cast<unsigned char>(c) >= 0x80) {
+            // The format is UTF-8, and node_exporter drops the whole file for one label value that is
+            // not (a netdev may be named with any bytes): such a byte becomes U+FFFD.
+            const std::size_t n = utf8_sequence_length(p, end);
+            if (n == 0) {
+                out += kUtf8Replacement;
+            } else {
+                out.append(p, n);
+                p += n - 1;
+            }
+            continue;
+        }
         switch (c) {
             case '\\':
                 out += "\\\\";

@@ -8,35 +8,10 @@
 #include <cstring>
 #include <nlohmann/detail/conversions/to_chars.hpp>
 
+#include "libstallscope/util/utf8.h"
+
 namespace stallscope {
 namespace {
-
-// The length of the well-formed UTF-8 sequence of two or more bytes at p (RFC 3629's table: no overlong
-// forms, no surrogates, nothing past U+10FFFF: what nlohmann's decoder accepts), or 0.
-std::size_t utf8_sequence_length(const char* p, const char* end) {
-    const auto at = [&](std::size_t i) { return static_cast<unsigned char>(p[i]); };
-    const auto left = static_cast<std::size_t>(end - p);
-    const unsigned char lead = at(0);
-    std::size_t n;
-    unsigned char low = 0x80, high = 0xbf;  // the second byte's range, narrower after some leads
-    if (lead >= 0xc2 && lead <= 0xdf) {
-        n = 2;
-    } else if (lead >= 0xe0 && lead <= 0xef) {
-        n = 3;
-        if (lead == 0xe0) low = 0xa0;
-        if (lead == 0xed) high = 0x9f;
-    } else if (lead >= 0xf0 && lead <= 0xf4) {
-        n = 4;
-        if (lead == 0xf0) low = 0x90;
-        if (lead == 0xf4) high = 0x8f;
-    } else {
-        return 0;
-    }
-    if (left < n || at(1) < low || at(1) > high) return 0;
-    for (std::size_t i = 2; i < n; ++i)
-        if (at(i) < 0x80 || at(i) > 0xbf) return 0;
-    return n;
-}
 
 // The bytes a string copies as they are: printable ASCII but the quote and the backslash. Everything else
 // is an escape or the start of a multi-byte sequence.

@@ -10,6 +10,7 @@
 #include "libstallscope/model/rates.h"
 #include "libstallscope/sinks/exposition_writer.h"
 #include "libstallscope/sinks/prometheus_textfile.h"
+#include "libstallscope/util/utf8.h"
 #include "sink_test_data.h"
 
 namespace fs = std::filesystem;
@@ -198,6 +199,28 @@ TEST_CASE("Label values are escaped per the exposition format and read back unch
     numbers += ' ';
     append_double(numbers, 1e21);
     CHECK(numbers == "NaN -Inf 1e+21");
+}
+
+TEST_CASE("Label values that are not UTF-8 become U+FFFD: node_exporter drops a whole file for one") {
+    Snapshot s;
+    s.host = "n\xe9ud-\xc3\xa9";  // a Latin-1 byte, then a well-formed "é"
+    Profile p;
+    p.reasons.push_back({.code = "x", .category = "system", .severity = "info", .subject = "eth\xff\xfe"});
+    PrometheusTextfile sink("/nonexistent/x.prom", {});
+    const std::string& text = sink.render(s, p, nullptr);
+    const char* const end = text.data() + text.size();
+    for (const char* c = text.data(); c != end; ++c) {
+        if (static_cast<unsigned char>(*c) < 0x80) continue;
+        const std::size_t n = utf8_sequence_length(c, end);
+        REQUIRE_MESSAGE(n > 0, "byte " << (c - text.data()) << " starts no UTF-8 sequence");
+        c += n - 1;
+    }
+    const auto parsed = test::parse_exposition(text);  // kept: find() points into it
+    for (const auto& e : parsed.errors) FAIL_CHECK(e);
+    auto found = parsed.find("stallscope_profile_reason_active");
+    REQUIRE(found.size() == 1);
+    CHECK(found[0]->labels.at("host") == "n\xef\xbf\xbdud-\xc3\xa9");
+    CHECK(found[0]->labels.at("subject") == "eth\xef\xbf\xbd\xef\xbf\xbd");
 }
 
 TEST_CASE("Xid codes accumulate into a counter, once per sample") {

@@ -58,6 +58,21 @@ if [ -n "$STALLSCOPE" ] && [ -x "$STALLSCOPE" ] && [ -d "$FIXTURES/nodes/roce/sy
     [ "$(grep -c '^stallscope_build_info{' "$WORK/metrics")" -eq 2 ] || fail "CLI textfile not scraped"
     grep -q '^stallscope_rdma_port_receive_bytes_total{.*device="' "$WORK/metrics" || fail "no RDMA bytes from the CLI"
     echo "CLI textfile: $(grep -c '^stallscope_' "$WORK/textfile/cli.prom" || true) lines scraped"
+
+    # A netdev named with a byte that is not UTF-8 (the kernel allows any but '/', ':' and spaces):
+    # node_exporter rejects a whole file for one such label value, so the writer replaces it (U+FFFD).
+    cp -r "$FIXTURES/nodes/roce" "$WORK/latin1-node"
+    LC_ALL=C sed -i "s/^eno1np0:/eno1$(printf '\xe9'):/" "$WORK/latin1-node/proc/net/dev"
+    STALLSCOPE_PROCFS_ROOT="$WORK/latin1-node/proc" STALLSCOPE_SYSFS_ROOT="$WORK/latin1-node/sys" \
+        STALLSCOPE_ETHTOOL_ROOT="$WORK/latin1-node/ethtool" \
+        timeout 30 "$STALLSCOPE" --interval-seconds 0.1 --count 2 --json \
+        --prometheus-textfile "$WORK/textfile/latin1.prom" >"$WORK/latin1.json" 2>"$WORK/latin1.err" ||
+        { cat "$WORK/latin1.err" >&2; fail "stallscope CLI on a netdev name that is not UTF-8 failed"; }
+    scrape
+    expect_line "$WORK/metrics" 'node_textfile_scrape_error 0'
+    LC_ALL=C grep -q "interface=\"eno1$(printf '\xef\xbf\xbd')\"" "$WORK/metrics" ||
+        fail "the netdev that is not UTF-8 is not scraped as eno1 + U+FFFD"
+    echo "netdev name not UTF-8: scraped, replaced by U+FFFD"
 else
     echo "note: CLI part skipped (stallscope binary or fixtures/nodes/roce missing)"
 fi
