@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <optional>
 #include <string>
 
@@ -66,14 +67,17 @@ long pid_naming_job(const std::string& procfs, const std::string& job_id) {
 // One write(2) for the whole line (stdio split a ~50 KB line into three: its buffer, then the rest), so
 // a reader of the pipe gets whole lines at once. A failed write is ignored as fwrite's was (SIGPIPE ends
 // the process when the reader goes).
-void write_line(const std::string& line) {
+// False, with errno, when standard output refuses the line (a full disk, a closed descriptor).
+bool write_line(const std::string& line) {
     std::fflush(stdout);
     for (std::size_t done = 0; done < line.size();) {
         const ssize_t n = ::write(STDOUT_FILENO, line.data() + done, line.size() - done);
         if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return;
+        if (n == 0) errno = EIO;
+        if (n <= 0) return false;
         done += static_cast<std::size_t>(n);
     }
+    return true;
 }
 
 }  // namespace
@@ -117,7 +121,8 @@ int run_sample(int argc, char** argv, int first) {
     long detected_pid = -1;                   // -1: not looked for yet
     std::string text;                         // --json output, kept between samples
 
-    Snapshot sampled;  // observe() hands the previous sample back here; the sources reuse its maps
+    int output_error = 0;  // errno of a write to standard output that failed: the run stops
+    Snapshot sampled;      // observe() hands the previous sample back here; the sources reuse its maps
     double next = monotonic_now();
     for (long n = 0; (count < 0 || n < count) && !stop_requested(); ++n) {
         if (n > 0) {
@@ -158,7 +163,10 @@ int run_sample(int argc, char** argv, int first) {
                 text = out.dump(periodic ? -1 : 2, ' ', false, Json::error_handler_t::replace);
             }
             text.push_back('\n');
-            write_line(text);
+            if (!write_line(text)) {
+                output_error = errno;
+                break;
+            }
         } else if (periodic) {
             // Every sample gets its time; a warning is printed once, then again only when the set changes.
             std::vector<std::string> current = snap.warnings;
@@ -176,11 +184,19 @@ int run_sample(int argc, char** argv, int first) {
             std::fputs(profile_text(snap, profile, {false, &all, detected ? detected_pid : -1}).c_str(),
                        stdout);
         }
-        std::fflush(stdout);
+        if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+            output_error = errno ? errno : EIO;
+            break;
+        }
     }
     sinks.close();
     for (const auto& w : sinks.take_new_warnings())
         std::fprintf(stderr, "stallscope: warning: %s\n", w.c_str());
+    // Samples nobody can read are not taken on a full disk or a closed stdout: stop and say so.
+    if (output_error) {
+        std::fprintf(stderr, "stallscope: cannot write the output: %s\n", std::strerror(output_error));
+        return 1;
+    }
     // An output the user asked for that could not be written is a failure of the run (exit 1).
     return sinks.warnings().empty() ? 0 : 1;
 }

@@ -1,5 +1,7 @@
 // stallscope: the per-step helper (`record`, started by the SPANK plugin) and the user/admin CLI.
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -206,10 +208,21 @@ void check_summarize_dir(int argc, char** argv) {
         throw std::runtime_error(std::string("summarize: ") + argv[2] + ": not a directory");
 }
 
+// A standard descriptor the caller closed (`stallscope --json >&-`) would go to the first file this
+// process opens: JSON lines written into a timeline or a socket. /dev/null takes its place instead.
+void keep_standard_descriptors_open() {
+    for (int fd = 0; fd <= 2; ++fd)
+        if (::fcntl(fd, F_GETFD) == -1 && errno == EBADF) {
+            const int null_fd = ::open("/dev/null", O_RDWR);  // the lowest free number: fd itself
+            if (null_fd >= 0 && null_fd != fd) ::close(null_fd);
+        }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     using namespace stallscope::cli;
+    keep_standard_descriptors_open();
     try {
         if (argc >= 2) {
             const std::string first = argv[1];

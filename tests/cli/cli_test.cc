@@ -109,3 +109,27 @@ TEST_CASE("an AMD node reports its MI300X GPUs and no complaint about missing NV
     CHECK(j["gpus"][0]["vendor"] == "amd");
     for (const auto& w : j["warnings"]) CHECK(w.get<std::string>().find("NVIDIA") == std::string::npos);
 }
+
+TEST_CASE("output that cannot be written (a full disk) is an error, exit 1, not a silent success") {
+    for (const char* mode : {"--json", "--text"}) {
+        CAPTURE(mode);
+        // /dev/full: every write fails with ENOSPC. The shell only redirects (tests only; never in the
+        // product).
+        const std::string json_flag = std::string(mode) == "--json" ? " --json" : "";
+        const auto r = run_process(
+            {"/bin/sh", "-c", "exec \"$0\" --interval-seconds 0.01 --count 3" + json_flag + " >/dev/full",
+             STALLSCOPE_EXE},
+            fixture_node_env("vm"));
+        CHECK(r.exit_code == 1);
+        CHECK(r.err.find("stallscope: cannot write the output: No space left on device") !=
+              std::string::npos);
+    }
+}
+
+TEST_CASE("a closed standard output is not handed to the first file the CLI opens") {
+    const auto r = run_process(
+        {"/bin/sh", "-c", "exec \"$0\" --interval-seconds 0.01 --count 3 --json >&-", STALLSCOPE_EXE},
+        fixture_node_env("dgx-h100"));
+    CHECK_MESSAGE(r.exit_code == 0, r.err);
+    CHECK(r.err.empty());
+}
