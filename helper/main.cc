@@ -218,11 +218,9 @@ void keep_standard_descriptors_open() {
         }
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+// The subcommand's exit status; usage errors, failures and exceptions reported on stderr.
+int run_command(int argc, char** argv) {
     using namespace stallscope::cli;
-    keep_standard_descriptors_open();
     try {
         if (argc >= 2) {
             const std::string first = argv[1];
@@ -263,4 +261,20 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "stallscope: internal error: %s\n", e.what());
         return 1;
     }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    keep_standard_descriptors_open();
+    const int status = run_command(argc, argv);
+    // What the command printed through stdio: a report to a full disk is a failure, not exit 0 (as
+    // coreutils' close_stdout). A command that failed has said why already.
+    if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+        if (status != 0) return status;
+        std::fprintf(stderr, "stallscope: cannot write the output: %s\n",
+                     std::ferror(stdout) && errno == 0 ? "write error" : std::strerror(errno));
+        return 1;
+    }
+    return status;
 }

@@ -111,15 +111,18 @@ TEST_CASE("an AMD node reports its MI300X GPUs and no complaint about missing NV
 }
 
 TEST_CASE("output that cannot be written (a full disk) is an error, exit 1, not a silent success") {
-    for (const char* mode : {"--json", "--text"}) {
-        CAPTURE(mode);
-        // /dev/full: every write fails with ENOSPC. The shell only redirects (tests only; never in the
-        // product).
-        const std::string json_flag = std::string(mode) == "--json" ? " --json" : "";
-        const auto r = run_process(
-            {"/bin/sh", "-c", "exec \"$0\" --interval-seconds 0.01 --count 3" + json_flag + " >/dev/full",
-             STALLSCOPE_EXE},
-            fixture_node_env("vm"));
+    const std::string job = std::string(STALLSCOPE_FIXTURES_DIR) + "/timelines/job-4343";
+    const std::vector<std::string> commands = {"--interval-seconds 0.01 --count 3 --json",
+                                               "--interval-seconds 0.01 --count 3",
+                                               "--json",
+                                               "--version",
+                                               "report " + job,
+                                               "report --json " + job};
+    for (const std::string& args : commands) {
+        CAPTURE(args);
+        // /dev/full: every write fails with ENOSPC. The shell only redirects (tests only, never the product).
+        const auto r = run_process({"/bin/sh", "-c", "exec \"$0\" " + args + " >/dev/full", STALLSCOPE_EXE},
+                                   fixture_node_env("vm"));
         CHECK(r.exit_code == 1);
         CHECK(r.err.find("stallscope: cannot write the output: No space left on device") !=
               std::string::npos);
