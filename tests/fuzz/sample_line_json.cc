@@ -10,6 +10,7 @@
 #include "libstallscope/model/snapshot_json_text.h"
 #include "libstallscope/rules/profiler.h"
 #include "tests/fuzz/fuzz_input.h"
+#include "tests/fuzz/snapshot_lines.h"
 
 using namespace stallscope;
 
@@ -20,19 +21,12 @@ constexpr std::size_t kMaxSamples = 16;
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-    const std::string_view text = fuzz::as_text(data, size);
     Profiler profiler{Thresholds{}};
     std::size_t samples = 0;
     std::string line_text;
-    for (std::size_t start = 0; start < text.size() && samples < kMaxSamples;) {
-        std::size_t end = text.find('\n', start);
-        if (end == std::string_view::npos) end = text.size();
-        const std::string_view line = text.substr(start, end - start);
-        start = end + 1;
-        const Json object = Json::parse(line.begin(), line.end(), nullptr, /*allow_exceptions=*/false);
-        if (object.is_discarded() || !object.is_object()) continue;
-        std::vector<std::string> problems;
-        const Snapshot snapshot = snapshot_from_json(object, problems);
+    for (const fuzz::SnapshotLine& line : fuzz::snapshot_lines(fuzz::as_text(data, size), kMaxSamples)) {
+        const Snapshot& snapshot = line.snapshot;
+        const std::vector<std::string>& problems = line.problems;
         ++samples;
         // As helper/cli_sample.cc: the profile of this sample, the rates against the previous one.
         const Profile profile = profiler.observe(snapshot);

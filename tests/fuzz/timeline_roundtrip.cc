@@ -16,6 +16,7 @@
 #include "libstallscope/timeline/documents.h"
 #include "libstallscope/timeline/timeline.h"
 #include "tests/fuzz/fuzz_input.h"
+#include "tests/fuzz/snapshot_lines.h"
 
 using namespace stallscope;
 
@@ -88,18 +89,10 @@ void check_round_trip(const std::vector<Snapshot>& samples, const std::vector<st
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-    const std::string_view text = fuzz::as_text(data, size);
     std::vector<Snapshot> samples;
     std::vector<std::string> expected;
-    for (std::size_t start = 0; start < text.size() && samples.size() < kMaxSamples;) {
-        std::size_t end = text.find('\n', start);
-        if (end == std::string_view::npos) end = text.size();
-        const std::string_view line = text.substr(start, end - start);
-        start = end + 1;
-        const Json object = Json::parse(line.begin(), line.end(), nullptr, /*allow_exceptions=*/false);
-        if (object.is_discarded() || !object.is_object()) continue;
-        std::vector<std::string> problems;
-        samples.push_back(snapshot_from_json(object, problems));
+    for (fuzz::SnapshotLine& line : fuzz::snapshot_lines(fuzz::as_text(data, size), kMaxSamples)) {
+        samples.push_back(std::move(line.snapshot));
         expected.push_back(dump(samples.back()));
     }
     if (samples.empty()) return 0;
