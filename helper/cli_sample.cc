@@ -65,9 +65,8 @@ long pid_naming_job(const std::string& procfs, const std::string& job_id) {
 }
 
 // One write(2) for the whole line (stdio split a ~50 KB line into three: its buffer, then the rest), so
-// a reader of the pipe gets whole lines at once. A failed write is ignored as fwrite's was (SIGPIPE ends
-// the process when the reader goes).
-// False, with errno, when standard output refuses the line (a full disk, a closed descriptor).
+// a reader of the pipe gets whole lines at once. False, with errno, when standard output refuses it (a
+// full disk); SIGPIPE ends the process when the reader of a pipe goes.
 bool write_line(const std::string& line) {
     std::fflush(stdout);
     for (std::size_t done = 0; done < line.size();) {
@@ -184,10 +183,9 @@ int run_sample(int argc, char** argv, int first) {
             std::fputs(profile_text(snap, profile, {false, &all, detected ? detected_pid : -1}).c_str(),
                        stdout);
         }
-        if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
-            output_error = errno ? errno : EIO;
-            break;
-        }
+        if (std::fflush(stdout) != 0) output_error = errno;
+        if (!output_error && std::ferror(stdout)) output_error = EIO;  // an earlier fputs failed
+        if (output_error) break;
     }
     sinks.close();
     for (const auto& w : sinks.take_new_warnings())

@@ -270,11 +270,11 @@ int main(int argc, char** argv) {
     const int status = run_command(argc, argv);
     // What the command printed through stdio: a report to a full disk is a failure, not exit 0 (as
     // coreutils' close_stdout). A command that failed has said why already.
-    if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
-        if (status != 0) return status;
-        std::fprintf(stderr, "stallscope: cannot write the output: %s\n",
-                     std::ferror(stdout) && errno == 0 ? "write error" : std::strerror(errno));
-        return 1;
-    }
-    return status;
+    const bool flush_failed = std::fflush(stdout) != 0;
+    const int flush_errno = errno;
+    if (!flush_failed && !std::ferror(stdout)) return status;
+    if (status != 0) return status;
+    std::fprintf(stderr, "stallscope: cannot write the output: %s\n",
+                 flush_failed ? std::strerror(flush_errno) : "a write to standard output failed");
+    return 1;
 }
