@@ -47,7 +47,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     FUZZ_CHECK(read || !error.empty());
     FUZZ_CHECK(warnings.size() <= kMaxWarnings + 1);
     const StepVerdict verdict = profiler.verdict();
-    (void)to_json(verdict).dump();  // as replay_timeline() compares it: throws on invalid UTF-8
+    (void)to_json(verdict).dump();  // throws on invalid UTF-8: the reader must let none through
 
     Collect whole;
     TimelineReadLimits whole_samples;
