@@ -1,9 +1,13 @@
 #include "libstallscope/sources/deadline_source.h"
 
 #include <doctest/doctest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <filesystem>
+#include <iterator>
 #include <stdexcept>
 #include <thread>
 
@@ -46,6 +50,26 @@ class ThreadRecordingSource final : public Source {
     bool blocking_;
     std::thread::id* ran_on_;
 };
+
+// A source that may block until its first sample has run (as the NVIDIA source before it has looked for
+// a driver) and never after it (it found none).
+class DriverlessSource final : public Source {
+  public:
+    std::string_view name() const override { return "nvml"; }
+    bool may_block() const override { return !looked_; }
+    void sample(Snapshot& s) override {
+        looked_ = true;
+        s.warnings.push_back("nvidia: no NVIDIA GPU telemetry");
+    }
+
+  private:
+    bool looked_ = false;
+};
+
+std::ptrdiff_t threads_of_this_process() {
+    return std::distance(std::filesystem::directory_iterator("/proc/self/task"),
+                         std::filesystem::directory_iterator{});
+}
 
 double seconds_since(std::chrono::steady_clock::time_point t) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
@@ -127,4 +151,40 @@ TEST_CASE("a source that says it cannot block runs on the caller's thread, with 
         source->sample(crashing);
         CHECK(crashing.collector_failures.at("nvml") == "crashed: no");
     }
+}
+
+TEST_CASE(
+    "a source that can no longer block leaves no thread behind: every read of the sampler stays cheap") {
+    // With a second thread the kernel refcounts the file at every read of every source; the helper on a
+    // node without a GPU driver should be one thread, as it was before the driver was looked for. Counted
+    // in a child process: a thread another test detached (a worker stuck in a slow call) must not count.
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        int failed = 0;  // one bit per expectation, reported through the exit status
+        const auto before = threads_of_this_process();
+        auto source = with_deadline(std::make_unique<DriverlessSource>(), 1.0);
+        if (threads_of_this_process() != before) failed |= 1;  // nothing started before it is needed
+        Snapshot first, second;
+        source->sample(first);   // may block: handed to a worker
+        source->sample(second);  // cannot block any more: the worker is gone, the sample runs here
+        if (first.warnings.size() != 1 || second.warnings.size() != 1) failed |= 2;
+        if (threads_of_this_process() != before) failed |= 4;
+        // A source that may block keeps its worker between samples (a hung call must stay bounded).
+        std::thread::id ran_on;
+        auto blocking = with_deadline(std::make_unique<ThreadRecordingSource>(true, &ran_on), 1.0);
+        Snapshot s;
+        blocking->sample(s);
+        blocking->sample(s);
+        if (threads_of_this_process() != before + 1 || ran_on == std::this_thread::get_id()) failed |= 8;
+        ::_exit(failed);
+    }
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    REQUIRE(WIFEXITED(status));
+    const int failed = WEXITSTATUS(status);
+    CHECK_MESSAGE((failed & 1) == 0, "a worker thread was started before any sample needed it");
+    CHECK_MESSAGE((failed & 2) == 0, "a sample lost the source's warning");
+    CHECK_MESSAGE((failed & 4) == 0, "the worker outlived the source's last chance to block");
+    CHECK_MESSAGE((failed & 8) == 0, "a source that may block lost its worker");
 }
