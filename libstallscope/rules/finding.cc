@@ -39,6 +39,12 @@ std::string fmt_num(double value) {
     // each sample (a throttled GPU on the vm fixture: 6 % of replay in snprintf).
     char buf[400];  // "%.0f" of the largest double: 309 digits and a sign
     const double mag = std::fabs(value);
+    if (value == std::floor(value) && mag < 1e15) {
+        // Whole numbers (most of them: 100 %, 600 s, 8 GPUs) are their integer's digits, as "%.0f" writes
+        // them; the integer conversion costs a tenth of the fixed-precision one.
+        if (value == 0) return std::signbit(value) ? "-0" : "0";
+        return std::string(buf, std::to_chars(buf, buf + sizeof buf, static_cast<long long>(value)).ptr);
+    }
     std::to_chars_result r;
     if (mag >= 100 || value == std::floor(value))
         r = std::to_chars(buf, buf + sizeof buf, value, std::chars_format::fixed, 0);

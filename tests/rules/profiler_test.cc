@@ -286,7 +286,14 @@ TEST_CASE("Numbers in messages read as printf wrote them: fixed to 0-2 decimals,
                                   std::numeric_limits<double>::infinity(),
                                   -std::numeric_limits<double>::infinity(),
                                   std::numeric_limits<double>::quiet_NaN(),
-                                  std::numeric_limits<double>::denorm_min()};
+                                  std::numeric_limits<double>::denorm_min(),
+                                  600,
+                                  -42,
+                                  999999999999999,
+                                  1e15,
+                                  -1e15,
+                                  9007199254740992.0,
+                                  -9007199254740994.0};
     std::uint64_t seed = 88;
     for (int i = 0; i < 20000; ++i) {  // every magnitude, halves and near-halves of the decimals
         seed = seed * 6364136223846793005ull + 1442695040888963407ull;
@@ -294,6 +301,7 @@ TEST_CASE("Numbers in messages read as printf wrote them: fixed to 0-2 decimals,
         const double v = (unit - 0.5) * std::pow(10.0, static_cast<double>(static_cast<int>(seed % 13) - 5));
         values.push_back(v);
         values.push_back(std::round(v * 200) / 200);  // x.xx5: rounding ties
+        values.push_back(std::round(v));              // whole numbers of every magnitude
     }
     for (const double v : values) {
         CAPTURE(v);
