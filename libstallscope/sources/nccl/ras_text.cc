@@ -309,16 +309,26 @@ std::string normalize_comm_hash(std::string_view hash) {
 int nccl_version_code(std::string_view version) {
     if (version.rfind("rccl-", 0) == 0) version.remove_prefix(5);
     int parts[3] = {0, 0, 0};
+    // What NCCL_VERSION_CODE can say: a major below 1000, minor and patch below 100. Anything else (a
+    // sign, "rccl-1111111" from a garbled report) is not a version, rather than a product past INT_MAX.
+    const auto code = [&] {
+        if (parts[0] < 0 || parts[0] > 999 || parts[1] < 0 || parts[1] > 99 || parts[2] < 0 || parts[2] > 99)
+            return 0;
+        return parts[0] * 10000 + parts[1] * 100 + parts[2];
+    };
     const char* p = version.data();
     const char* end = p + version.size();
     for (int i = 0; i < 3; ++i) {
         auto [next, ec] = std::from_chars(p, end, parts[i]);
-        if (ec != std::errc()) return i == 0 ? 0 : parts[0] * 10000 + parts[1] * 100;
+        if (ec != std::errc()) {
+            parts[i] = 0;
+            return i == 0 ? 0 : code();
+        }
         p = next;
-        if (i < 2 && (p == end || *p != '.')) return parts[0] * 10000 + parts[1] * 100 + parts[2];
+        if (i < 2 && (p == end || *p != '.')) return code();
         if (i < 2) ++p;
     }
-    return parts[0] * 10000 + parts[1] * 100 + parts[2];
+    return code();
 }
 
 NcclRasReport parse_ras_text(std::string_view text) {

@@ -228,6 +228,14 @@ TEST_CASE("versions and hashes normalise") {
     CHECK(nccl_version_code("2.28.9") == 22809);
     CHECK(nccl_version_code("2.30.7+cuda12.9") == 23007);
     CHECK(nccl_version_code("garbage") == 0);
+    CHECK(nccl_version_code("rccl-2.18.3") == 21803);
+    CHECK(nccl_version_code("2.28") == 22800);
+    // Numbers NCCL_VERSION_CODE cannot hold are not a version (the fuzzer's "rccl-1111111" overflowed int).
+    CHECK(nccl_version_code("rccl-1111111") == 0);
+    CHECK(nccl_version_code("2.1000.1") == 0);
+    CHECK(nccl_version_code("2.28.100") == 0);
+    CHECK(nccl_version_code("-2.28.9") == 0);
+    CHECK(nccl_version_code("99999999999.1.1") == 0);
     CHECK(normalize_comm_hash("0xCF264AF53EDBE986") == "cf264af53edbe986");
     CHECK(normalize_comm_hash("5a1c0e37b2d94f1") == "05a1c0e37b2d94f1");
 }
