@@ -364,3 +364,36 @@ TEST_CASE("counters compared in place: down, null, resets past a signed delta, t
     for (std::size_t i = 0; i < samples.size(); ++i)
         CHECK(to_json(read[i]).dump() == to_json(samples[i]).dump());
 }
+
+TEST_CASE("add and set_number change a value in place with the type and wrap of whole assignment") {
+    SnapshotDiffDecoder decoder;
+    decoder.keyframe(Json{{"u", std::numeric_limits<std::uint64_t>::max()},
+                          {"i", std::int64_t{-5}},
+                          {"top", std::numeric_limits<std::int64_t>::max()},
+                          {"f", 1.5},
+                          {"n", 3u},
+                          {"s", "text"}});
+    std::string problem;
+    REQUIRE(decoder.add("/u", 2, problem));  // an unsigned counter wraps as the writer's subtraction did
+    CHECK(decoder.tree()["u"].is_number_unsigned());
+    CHECK(decoder.tree()["u"].get<std::uint64_t>() == 1u);
+    REQUIRE(decoder.add("/i", 7, problem));  // a signed value stays signed
+    CHECK(decoder.tree()["i"].is_number_integer());
+    CHECK_FALSE(decoder.tree()["i"].is_number_unsigned());
+    CHECK(decoder.tree()["i"].get<std::int64_t>() == 2);
+    REQUIRE(decoder.add("/top", 1, problem));  // and wraps in unsigned arithmetic, without overflow
+    CHECK(decoder.tree()["top"].get<std::int64_t>() == std::numeric_limits<std::int64_t>::min());
+    CHECK_FALSE(decoder.add("/f", 1, problem));
+    CHECK(problem.find("not an integer") != std::string::npos);
+    CHECK_FALSE(decoder.add("/s", 1, problem));
+    bool changed = false;
+    REQUIRE(decoder.set_number("/f", 2.25, changed, problem));
+    CHECK(changed);
+    CHECK(decoder.tree()["f"].get<double>() == 2.25);
+    REQUIRE(decoder.set_number("/n", 4.0, changed, problem));  // an integer node becomes a float
+    CHECK(changed);
+    CHECK(decoder.tree()["n"].is_number_float());
+    REQUIRE(decoder.set_number("/s", 0.5, changed, problem));
+    CHECK(decoder.tree()["s"].get<double>() == 0.5);
+    CHECK(decoder.tree().dump() == R"({"u":1,"i":2,"top":-9223372036854775808,"f":2.25,"n":4.0,"s":0.5})");
+}
