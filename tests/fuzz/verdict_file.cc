@@ -35,19 +35,16 @@ bool read_text(std::string_view text, VerdictFile& out, std::string& error) {
     return read_verdict_file(scratch_path(), out, error);
 }
 
-// The fields the merge uses, as the helper's verdict_document writes them.
+// Written again by the helper's own writer (verdict_document), from what was read: the identity fields
+// the merge uses as a header, the verdict, the warnings and node_stats.
 Json document(const VerdictFile& v) {
-    Json d{{"schema", kVerdictSchema},
-           {"host", v.host},
-           {"step_id", v.step_id},
-           {"job_id", v.job_id},
-           {"user", v.user},
-           {"job_name", v.job_name},
-           {"timeline", v.timeline_path},
-           {"verdict", to_json(v.verdict)},
-           {"warnings", v.warnings}};
-    if (v.stats) d["node_stats"] = to_json(*v.stats);
-    return d;
+    const Json header{{"host", v.host},
+                      {"step_id", v.step_id},
+                      {"job_id", v.job_id},
+                      {"user", v.user},
+                      {"job_name", v.job_name}};
+    return verdict_document(header, v.verdict, v.timeline_path, v.warnings,
+                            v.stats ? to_json(*v.stats) : Json());
 }
 
 }  // namespace
