@@ -164,7 +164,11 @@ std::string AlertTracker::render(double now) {
         out += '}';
     };
     for (const auto& [key, alert] : active_) append(alert, now + 4 * resend_interval_);
-    for (const auto& [key, alert] : resolved_) append(alert, alert.resolved_at);
+    // A resolve's endsAt is the millisecond it was resolved in, never the next one: RFC 3339 text rounds to
+    // the nearest millisecond, and an endsAt still in Alertmanager's future when the POST lands (a fast
+    // loopback POST takes less than the rounding) makes it merge the resolve as a firing alert and keep
+    // the earlier endsAt 4 resends ahead: the alert stayed active after close().
+    for (const auto& [key, alert] : resolved_) append(alert, std::floor(alert.resolved_at * 1000) / 1000);
     out += ']';
     return out;
 }

@@ -176,6 +176,18 @@ TEST_CASE("Duplicate reasons for one subject make one alert; resolve_all ends ev
     CHECK(tracker.resolve_all(61).empty());
 }
 
+TEST_CASE("A resolve's endsAt is never in the future: the millisecond it happened in, not the nearest") {
+    // RFC 3339 text rounds to the nearest millisecond: 60.9996 would read 61.000, which Alertmanager, when
+    // the POST lands within that 0.4 ms, takes for a still-firing alert (it kept the alert active).
+    AlertTracker tracker({}, 60);
+    Snapshot s;
+    s.time = 50;
+    CHECK(json::parse(tracker.update(s, test::slow_profile(40, 1))).size() == 1);
+    const json closing = json::parse(tracker.resolve_all(60.9996));
+    REQUIRE(closing.size() == 1);
+    CHECK(closing[0]["endsAt"] == format_rfc3339(60.999));
+}
+
 TEST_CASE("Invalid UTF-8 in a message does not throw; it is replaced") {
     AlertTracker tracker({}, 60);
     Snapshot s;
