@@ -17,7 +17,7 @@ std::string job_name(const JobCgroup& c) {
     return "job " + (c.job_id.empty() ? c.path : c.job_id);
 }
 
-void pressure(const RuleInput& in, const JobCgroup& c, std::vector<Finding>& out) {
+void pressure(const RuleInput& in, const JobCgroup& c, Findings& out) {
     struct Check {
         const Gauge& value;
         double threshold;
@@ -61,7 +61,7 @@ bool job_pressure_known(const Snapshot& s) {
                             s.job_cgroup->psi.io_full_avg10);
 }
 
-void job_cgroup_rules(const RuleInput& in, std::vector<Finding>& out) {
+void job_cgroup_rules(const RuleInput& in, Findings& out) {
     if (!in.cur.job_cgroup) return;
     const JobCgroup& c = *in.cur.job_cgroup;
     pressure(in, c, out);

@@ -20,7 +20,7 @@ inline constexpr double kJobMemoryNearLimitPct = 95;
 // job_cpu_pressure / job_io_pressure / job_memory_pressure (SLOW, system): the cgroup's own PSI, same
 //   thresholds as the node's host_*_pressure.
 // job_memory_near_limit (warning, FAST): memory.current >= kJobMemoryNearLimitPct of memory.max.
-void job_cgroup_rules(const RuleInput& in, std::vector<Finding>& out);
+void job_cgroup_rules(const RuleInput& in, Findings& out);
 
 // Whether the job's own numbers replace the node-wide ones for OOM kills and for pressure.
 bool job_oom_known(const Snapshot& s);

@@ -41,7 +41,7 @@ bool is_rdma_netdev(const Snapshot& s, const std::string& iface) {
                        [&](const RdmaPort& p) { return !p.netdev.empty() && p.netdev == iface; });
 }
 
-void rdma_congestion_rule(const RuleInput& in, std::vector<Finding>& out) {
+void rdma_congestion_rule(const RuleInput& in, Findings& out) {
     if (!in.rates) return;
     const Rates& r = *in.rates;
     std::vector<PortRows> local;
@@ -82,7 +82,7 @@ void rdma_congestion_rule(const RuleInput& in, std::vector<Finding>& out) {
     }
 }
 
-void rdma_loss_rule(const RuleInput& in, std::vector<Finding>& out) {
+void rdma_loss_rule(const RuleInput& in, Findings& out) {
     if (!in.rates) return;
     const Rates& r = *in.rates;
     std::vector<PortRows> local;
@@ -135,7 +135,7 @@ void rdma_loss_rule(const RuleInput& in, std::vector<Finding>& out) {
     }
 }
 
-void rdma_error_rule(const RuleInput& in, std::vector<Finding>& out) {
+void rdma_error_rule(const RuleInput& in, Findings& out) {
     if (!in.rates) return;
     const Rates& r = *in.rates;
     struct Check {
@@ -199,7 +199,7 @@ void rdma_error_rule(const RuleInput& in, std::vector<Finding>& out) {
     }
 }
 
-void link_flap_rule(const RuleInput& in, std::vector<Finding>& out) {
+void link_flap_rule(const RuleInput& in, Findings& out) {
     if (!in.rates) return;
     std::vector<PortRows> local;
     const std::vector<PortRows>& ports = port_rows(in, local);
@@ -225,7 +225,7 @@ void link_flap_rule(const RuleInput& in, std::vector<Finding>& out) {
     }
 }
 
-void cc_misconfig_rule(const RuleInput& in, std::vector<Finding>& out) {
+void cc_misconfig_rule(const RuleInput& in, Findings& out) {
     if (!in.rates) return;
     std::vector<PortRows> local;
     for (const PortRows& rows : port_rows(in, local)) {
@@ -241,7 +241,7 @@ void cc_misconfig_rule(const RuleInput& in, std::vector<Finding>& out) {
     }
 }
 
-void interface_errors_rule(const RuleInput& in, std::vector<Finding>& out) {
+void interface_errors_rule(const RuleInput& in, Findings& out) {
     if (!in.rates) return;
     const Rates& r = *in.rates;
     const bool node_has_rdma = !in.cur.rdma.empty();
@@ -286,7 +286,7 @@ void interface_errors_rule(const RuleInput& in, std::vector<Finding>& out) {
     }
 }
 
-void PortStateRule::evaluate(const RuleInput& in, std::vector<Finding>& out) {
+void PortStateRule::evaluate(const RuleInput& in, Findings& out) {
     std::vector<PortRows> local;
     const std::vector<PortRows>& ports = port_rows(in, local);
     for (std::size_t i = 0; i < ports.size(); ++i) {

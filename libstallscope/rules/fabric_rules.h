@@ -12,33 +12,33 @@ namespace stallscope {
 
 // fabric_congestion (SLOW): rp_cnp_handled/s >= cnp_handled_per_s, or np_ecn_marked_roce_packets /
 // np_cnp_sent per second >= ecn_marked_per_s.
-void rdma_congestion_rule(const RuleInput& in, std::vector<Finding>& out);
+void rdma_congestion_rule(const RuleInput& in, Findings& out);
 
 // fabric_packet_loss: out_of_sequence + packet_seq_err + duplicate_request + implied_nak_seq_err per
 // million received packets >= rdma_loss_slow_per_mpkt (SLOW) / rdma_loss_fail_per_mpkt (FAIL_RISK), with
 // at least rdma_loss_min_events; rdma_loss_fail_per_s when the port counts no packets.
-void rdma_loss_rule(const RuleInput& in, std::vector<Finding>& out);
+void rdma_loss_rule(const RuleInput& in, Findings& out);
 
 // FAIL_RISK on any delta: fabric_ack_timeout (local_ack_timeout_err, roce_adp_retrans_to),
 // fabric_retry_exceeded (req_tx_retry_excd, req_transport_retries_exceeded, ...), fabric_qp_error
 // (req/resp_cqe_error, remote access / invalid request / local length errors), fabric_rnr_nak
 // (rnr_nak_retry_err >= rnr_nak_min_events). SLOW: host_rx_backpressure from hw out_of_buffer/s >=
 // host_rx_discards_per_s (receive queue empty: the consumer on this host is slow).
-void rdma_error_rule(const RuleInput& in, std::vector<Finding>& out);
+void rdma_error_rule(const RuleInput& in, Findings& out);
 
 // fabric_link_flap (FAIL_RISK): link_downed or link_error_recovery delta > 0 on a port, or
 // link_down_events_phy delta > 0 on the netdev behind it.
-void link_flap_rule(const RuleInput& in, std::vector<Finding>& out);
+void link_flap_rule(const RuleInput& in, Findings& out);
 
 // fabric_cc_misconfigured (warning): rp_cnp_ignored delta > 0, i.e. CNPs arrive but congestion control
 // ignores them (ECN/DCQCN disabled on this host for the RoCE priority).
-void cc_misconfig_rule(const RuleInput& in, std::vector<Finding>& out);
+void cc_misconfig_rule(const RuleInput& in, Findings& out);
 
 // Interface errors + drops per million packets >= iface_errors_per_mpkt (and >= iface_min_events):
 // fabric_interface_errors (SLOW) on the netdev behind an RDMA port; on any other interface (eth0, TCP)
 // network_interface_errors as info only, because TCP-only trouble is not the RDMA path. When the node
 // has no RDMA port at all the Ethernet interfaces are the data path and the reason is SLOW. `lo` is skipped.
-void interface_errors_rule(const RuleInput& in, std::vector<Finding>& out);
+void interface_errors_rule(const RuleInput& in, Findings& out);
 
 // Port state: fabric_port_down (FAIL_RISK) when a port that was ACTIVE in this step is not, or sits in
 // Polling (cable in, link not training); fabric_rail_down (SLOW) for a port down since the first sample
@@ -48,7 +48,7 @@ void interface_errors_rule(const RuleInput& in, std::vector<Finding>& out);
 // highest rate seen in the step.
 class PortStateRule {
   public:
-    void evaluate(const RuleInput& in, std::vector<Finding>& out);
+    void evaluate(const RuleInput& in, Findings& out);
 
   private:
     struct PortHistory {

@@ -24,12 +24,45 @@ Finding make_finding(const char* code, const char* category, const char* severit
     return f;
 }
 
-Evidence gpu_evidence(const Gpu& g) {
-    Evidence ev;
+Finding& Findings::next_slot() {
+    if (size_ == slots_.size()) slots_.emplace_back();
+    return slots_[size_++];
+}
+
+Finding& Findings::add(const char* code, const char* category, const char* severity, const char* label,
+                       SubjectKind kind, double score, const char* hint) {
+    Finding& f = next_slot();
+    Reason& r = f.reason;
+    r.code.assign(code);
+    r.category.assign(category);
+    r.severity.assign(severity);
+    r.label.assign(label);
+    r.subject.clear();
+    r.message.clear();
+    r.evidence.clear();
+    r.first_seen = 0;
+    f.kind = kind;
+    f.score = score;
+    f.hint.assign(hint);
+    f.since = 0;
+    f.refresh = false;
+    return f;
+}
+
+void Findings::push_back(Finding&& f) {
+    next_slot() = std::move(f);
+}
+
+void add_gpu_evidence(const Gpu& g, Evidence& ev) {
     ev.reserve(kEvidenceEntries);
     ev["gpu_index"] = static_cast<double>(g.index);
     if (!g.uuid.empty()) ev["uuid"] = g.uuid;
     if (!g.pci_bus_id.empty()) ev["pci_bus_id"] = g.pci_bus_id;
+}
+
+Evidence gpu_evidence(const Gpu& g) {
+    Evidence ev;
+    add_gpu_evidence(g, ev);
     return ev;
 }
 

@@ -107,7 +107,7 @@ bool is_step_gpu(const Gpu& g, const Snapshot& s) {
     return !any_listed || listed(g);
 }
 
-void gpu_low_sm_activity_rule(const RuleInput& in, std::vector<Finding>& out) {
+void gpu_low_sm_activity_rule(const RuleInput& in, Findings& out) {
     const GpmMeans m = gpm_means(in.cur, &in.t);
     const auto sm = m.sm.value();
     if (!sm || *sm >= kLowSmActivityPct || *sm <= in.t.gpu_idle_util_pct) return;  // idle is gpu_idle's
@@ -134,7 +134,7 @@ void gpu_low_sm_activity_rule(const RuleInput& in, std::vector<Finding>& out) {
                      std::move(ev), kLowSmActivityPct / std::max(*sm, 1.0), hint ? hint->c_str() : ""));
 }
 
-void gpu_link_error_rule(const RuleInput& in, std::vector<Finding>& out) {
+void gpu_link_error_rule(const RuleInput& in, Findings& out) {
     if (!in.rates) return;
     std::string buf;
     for (const auto& g : in.cur.gpus) {
@@ -176,7 +176,7 @@ void gpu_link_error_rule(const RuleInput& in, std::vector<Finding>& out) {
     }
 }
 
-void gpu_foreign_process_rule(const RuleInput& in, std::vector<Finding>& out) {
+void gpu_foreign_process_rule(const RuleInput& in, Findings& out) {
     for (const auto& g : in.cur.gpus) {
         if (!g.processes || !is_step_gpu(g, in.cur)) continue;
         for (const auto& p : *g.processes) {
@@ -203,7 +203,7 @@ void gpu_foreign_process_rule(const RuleInput& in, std::vector<Finding>& out) {
     }
 }
 
-void gpu_depth_rules(const RuleInput& in, std::vector<Finding>& out) {
+void gpu_depth_rules(const RuleInput& in, Findings& out) {
     gpu_low_sm_activity_rule(in, out);
     gpu_link_error_rule(in, out);
     gpu_foreign_process_rule(in, out);

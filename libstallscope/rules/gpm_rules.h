@@ -46,17 +46,17 @@ bool is_step_gpu(const Gpu& gpu, const Snapshot& s);
 
 // gpu_low_sm_activity (SLOW): the step's GPUs read >= kLowSmBusyUtilPct utilization (or none, on MIG)
 // but mean GPM SM activity < kLowSmActivityPct. Its hint says what they wait for (gpm_bottleneck_hint).
-void gpu_low_sm_activity_rule(const RuleInput& in, std::vector<Finding>& out);
+void gpu_low_sm_activity_rule(const RuleInput& in, Findings& out);
 
 // gpu_nvlink_errors (fabric): NVLink CRC / replay error deltas > 0 -> SLOW; recovery errors (the link
 // retrained) -> FAIL_RISK. gpu_pcie_replay (fabric, SLOW): PCIe replay counter delta > 0.
-void gpu_link_error_rule(const RuleInput& in, std::vector<Finding>& out);
+void gpu_link_error_rule(const RuleInput& in, Findings& out);
 
 // gpu_foreign_process (SLOW, gpu): a process of another job or another user holds one of the step's GPUs
 // (its cgroup names another job_*, or another uid outside any job): it competes for SMs and memory.
-void gpu_foreign_process_rule(const RuleInput& in, std::vector<Finding>& out);
+void gpu_foreign_process_rule(const RuleInput& in, Findings& out);
 
 // All of the above, in order (one line in the profiler).
-void gpu_depth_rules(const RuleInput& in, std::vector<Finding>& out);
+void gpu_depth_rules(const RuleInput& in, Findings& out);
 
 }  // namespace stallscope

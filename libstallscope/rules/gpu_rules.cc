@@ -14,7 +14,7 @@ bool in_list(int code, std::initializer_list<int> codes) {
 
 }  // namespace
 
-void gpu_low_utilization_rule(const RuleInput& in, std::vector<Finding>& out) {
+void gpu_low_utilization_rule(const RuleInput& in, Findings& out) {
     double sum = 0;
     int n = 0;
     for (const auto& g : in.cur.gpus)
@@ -22,74 +22,81 @@ void gpu_low_utilization_rule(const RuleInput& in, std::vector<Finding>& out) {
     if (n == 0) return;
     const double mean = sum / n;
     if (mean >= in.t.gpu_util_low_pct) return;
-    out.push_back(make_finding(
-        "gpu_low_utilization", "gpu", "warning", kLabelSlow, "gpus", SubjectKind::kOther,
-        "mean GPU utilization " + fmt_num(mean) + " % over " + std::to_string(n) + " GPU(s) (threshold " +
-            fmt_num(in.t.gpu_util_low_pct) + " %) — the GPUs are waiting on input, the host or communication",
-        Evidence{{"mean_utilization_pct", mean},
-                 {"gpus", static_cast<double>(n)},
-                 {"threshold_pct", in.t.gpu_util_low_pct}},
-        in.t.gpu_util_low_pct / std::max(mean, 1.0)));
+    // An under-fed job's GPUs are under-fed all day: the finding is written into the slot of the last one.
+    Finding& f = out.add("gpu_low_utilization", "gpu", "warning", kLabelSlow, SubjectKind::kOther,
+                         in.t.gpu_util_low_pct / std::max(mean, 1.0));
+    f.reason.subject.assign("gpus");
+    append_parts(f.reason.message, "mean GPU utilization ", fmt_num(mean), " % over ", std::to_string(n),
+                 " GPU(s) (threshold ", fmt_num(in.t.gpu_util_low_pct),
+                 " %) — the GPUs are waiting on input, the host or communication");
+    Evidence& ev = f.reason.evidence;
+    ev["mean_utilization_pct"] = mean;
+    ev["gpus"] = static_cast<double>(n);
+    ev["threshold_pct"] = in.t.gpu_util_low_pct;
 }
 
-void gpu_memory_high_rule(const RuleInput& in, std::vector<Finding>& out) {
+void gpu_memory_high_rule(const RuleInput& in, Findings& out) {
     for (const auto& g : in.cur.gpus) {
         if (!g.memory_used_bytes || !g.memory_total_bytes || *g.memory_total_bytes == 0) continue;
         const double pct =
             static_cast<double>(*g.memory_used_bytes) / static_cast<double>(*g.memory_total_bytes) * 100;
         if (pct < in.t.gpu_memory_high_pct) continue;
-        Evidence ev = gpu_evidence(g);
-        ev["memory_used_pct"] = pct;
-        ev["threshold_pct"] = in.t.gpu_memory_high_pct;
-        out.push_back(
-            make_finding("gpu_memory_high", "gpu", "warning", kLabelFast, gpu_key(g), SubjectKind::kGpu,
-                         gpu_name(g) + ": " + fmt_num(pct) + " % of GPU memory in use (threshold " +
-                             fmt_num(in.t.gpu_memory_high_pct) + " %) — one allocation away from CUDA OOM",
-                         std::move(ev), pct / std::max(in.t.gpu_memory_high_pct, 1e-9), "memory"));
+        Finding& f = out.add("gpu_memory_high", "gpu", "warning", kLabelFast, SubjectKind::kGpu,
+                             pct / std::max(in.t.gpu_memory_high_pct, 1e-9), "memory");
+        gpu_key_into(g, f.reason.subject);
+        append_parts(f.reason.message, gpu_name(g), ": ", fmt_num(pct), " % of GPU memory in use (threshold ",
+                     fmt_num(in.t.gpu_memory_high_pct), " %) — one allocation away from CUDA OOM");
+        add_gpu_evidence(g, f.reason.evidence);
+        f.reason.evidence["memory_used_pct"] = pct;
+        f.reason.evidence["threshold_pct"] = in.t.gpu_memory_high_pct;
     }
 }
 
-void gpu_temperature_rule(const RuleInput& in, std::vector<Finding>& out) {
+void gpu_temperature_rule(const RuleInput& in, Findings& out) {
     for (const auto& g : in.cur.gpus) {
         if (!g.temperature_c || *g.temperature_c < in.t.gpu_temp_warn_c) continue;
-        Evidence ev = gpu_evidence(g);
-        ev["temperature_c"] = *g.temperature_c;
-        ev["threshold_c"] = in.t.gpu_temp_warn_c;
-        out.push_back(
-            make_finding("gpu_temperature_high", "gpu", "warning", kLabelFast, gpu_key(g), SubjectKind::kGpu,
-                         gpu_name(g) + ": " + fmt_num(*g.temperature_c) + " °C (threshold " +
-                             fmt_num(in.t.gpu_temp_warn_c) + " °C) — close to hardware thermal slowdown",
-                         std::move(ev), *g.temperature_c / std::max(in.t.gpu_temp_warn_c, 1e-9), "compute"));
+        Finding& f = out.add("gpu_temperature_high", "gpu", "warning", kLabelFast, SubjectKind::kGpu,
+                             *g.temperature_c / std::max(in.t.gpu_temp_warn_c, 1e-9), "compute");
+        gpu_key_into(g, f.reason.subject);
+        append_parts(f.reason.message, gpu_name(g), ": ", fmt_num(*g.temperature_c), " °C (threshold ",
+                     fmt_num(in.t.gpu_temp_warn_c), " °C) — close to hardware thermal slowdown");
+        add_gpu_evidence(g, f.reason.evidence);
+        f.reason.evidence["temperature_c"] = *g.temperature_c;
+        f.reason.evidence["threshold_c"] = in.t.gpu_temp_warn_c;
     }
 }
 
-void gpu_ecc_rule(const RuleInput& in, std::vector<Finding>& out) {
+void gpu_ecc_rule(const RuleInput& in, Findings& out) {
     std::string buf;
     for (const auto& g : in.cur.gpus) {
         if (in.rates) {
             if (auto d = delta_of(*in.rates, in.rates->gpus, gpu_key_view(g, buf), "ecc_uncorrected");
                 d && d->delta > 0) {
-                Evidence ev = gpu_evidence(g);
-                ev["ecc_uncorrected_delta"] = static_cast<double>(d->delta);
-                out.push_back(make_finding("gpu_ecc_uncorrected", "gpu", "critical", kLabelFailRisk,
-                                           gpu_key(g), SubjectKind::kGpu,
-                                           gpu_name(g) + ": " + std::to_string(d->delta) +
-                                               " uncorrected ECC error(s) during the step — data corrupted, "
-                                               "the process will likely be killed",
-                                           std::move(ev), 2 + static_cast<double>(d->delta)));
+                Finding& f = out.add("gpu_ecc_uncorrected", "gpu", "critical", kLabelFailRisk,
+                                     SubjectKind::kGpu, 2 + static_cast<double>(d->delta));
+                gpu_key_into(g, f.reason.subject);
+                append_parts(f.reason.message, gpu_name(g), ": ", std::to_string(d->delta),
+                             " uncorrected ECC error(s) during the step — data corrupted, the process will "
+                             "likely be killed");
+                add_gpu_evidence(g, f.reason.evidence);
+                f.reason.evidence["ecc_uncorrected_delta"] = static_cast<double>(d->delta);
             }
         }
+        // Both stay until the GPU is reset: every sample of the job, written into the same slot.
+        Finding* f = nullptr;
         if (g.remapped_rows_failure.value_or(0) > 0) {
-            out.push_back(make_finding(
-                "gpu_row_remap_failure", "gpu", "critical", kLabelFailRisk, gpu_key(g), SubjectKind::kGpu,
-                gpu_name(g) + ": row remapping failed — no spare rows left, drain the node (RMA)",
-                gpu_evidence(g), 3));
+            f = &out.add("gpu_row_remap_failure", "gpu", "critical", kLabelFailRisk, SubjectKind::kGpu, 3);
+            append_parts(f->reason.message, gpu_name(g),
+                         ": row remapping failed — no spare rows left, drain the node (RMA)");
         } else if (g.remapped_rows_pending.value_or(0) > 0) {
-            out.push_back(make_finding(
-                "gpu_row_remap_pending", "gpu", "warning", kLabelFailRisk, gpu_key(g), SubjectKind::kGpu,
-                gpu_name(g) + ": row remap pending — a memory row failed and the GPU needs a reset "
-                              "before the remap takes effect",
-                gpu_evidence(g), 2));
+            f = &out.add("gpu_row_remap_pending", "gpu", "warning", kLabelFailRisk, SubjectKind::kGpu, 2);
+            append_parts(f->reason.message, gpu_name(g),
+                         ": row remap pending — a memory row failed and the GPU needs a reset before the "
+                         "remap takes effect");
+        }
+        if (f) {
+            gpu_key_into(g, f->reason.subject);
+            add_gpu_evidence(g, f->reason.evidence);
         }
     }
 }
@@ -134,7 +141,7 @@ std::string normalize_bus_id(const std::string& bus_id) {
     return before == std::string::npos ? s : s.substr(before + 1);
 }
 
-void xid_rule(const RuleInput& in, std::vector<Finding>& out) {
+void xid_rule(const RuleInput& in, Findings& out) {
     struct Seen {
         int code;
         const Gpu* gpu;

@@ -10,17 +10,17 @@ namespace stallscope {
 
 // gpu_low_utilization (SLOW): mean utilization of the step's GPUs < gpu_util_low_pct. A symptom; the
 // verdict orders it after any cause found in the same step.
-void gpu_low_utilization_rule(const RuleInput& in, std::vector<Finding>& out);
+void gpu_low_utilization_rule(const RuleInput& in, Findings& out);
 
 // gpu_memory_high (warning, label FAST): memory used / total >= gpu_memory_high_pct on a GPU.
-void gpu_memory_high_rule(const RuleInput& in, std::vector<Finding>& out);
+void gpu_memory_high_rule(const RuleInput& in, Findings& out);
 
 // gpu_temperature_high (warning, label FAST): temperature >= gpu_temp_warn_c, i.e. close to HW slowdown.
-void gpu_temperature_rule(const RuleInput& in, std::vector<Finding>& out);
+void gpu_temperature_rule(const RuleInput& in, Findings& out);
 
 // FAIL_RISK: gpu_ecc_uncorrected (volatile uncorrected ECC delta > 0 in the step), gpu_row_remap_pending
 // (flag set: the GPU needs a reset), gpu_row_remap_failure (flag set: RMA candidate).
-void gpu_ecc_rule(const RuleInput& in, std::vector<Finding>& out);
+void gpu_ecc_rule(const RuleInput& in, Findings& out);
 
 // Xid classes (node-health-anchors section 1.3 and 6, GPUd xid.go):
 //   critical -> gpu_xid_critical  (FAIL_RISK, drain/reset: 48, 62, 64, 74, 79, 95, 109, 119, 120, ...)
@@ -34,7 +34,7 @@ const char* xid_class_name(XidClass c);
 
 // Xid events of this interval (Snapshot::xid_events and Gpu::xid, deduplicated per GPU and code),
 // attributed to the step's GPU by index or PCI bus id. An Xid on a GPU that is not the step's is info.
-void xid_rule(const RuleInput& in, std::vector<Finding>& out);
+void xid_rule(const RuleInput& in, Findings& out);
 
 // "PCI:0000:41:00" / "00000000:41:00.0" -> "41:00", for matching kmsg bus ids to NVML ones.
 std::string normalize_bus_id(const std::string& bus_id);

@@ -29,12 +29,11 @@ double median_without(const std::vector<double>& sorted, const std::optional<dou
     return n % 2 ? at(n / 2) : (at(n / 2 - 1) + at(n / 2)) / 2;
 }
 
-Evidence gpu_ids(const Gpu& g) {
-    Evidence ev;
+// A GPU's index and uuid (no bus id: these rules' evidence has always named GPUs so).
+void add_gpu_ids(const Gpu& g, Evidence& ev) {
     ev.reserve(kEvidenceEntries);
     ev["gpu_index"] = static_cast<double>(g.index);
     if (!g.uuid.empty()) ev["uuid"] = g.uuid;
-    return ev;
 }
 
 std::string join_names(const std::vector<const Gpu*>& gpus) {
@@ -60,7 +59,7 @@ unsigned hw_slowdown_bits(const Gpu& gpu) {
     return bits;
 }
 
-void HwSlowdownRule::evaluate(const RuleInput& in, std::vector<Finding>& out) {
+void HwSlowdownRule::evaluate(const RuleInput& in, Findings& out) {
     const double now = in.cur.time;
     const double dt = last_time_ >= 0 && now > last_time_ ? now - last_time_ : 0;
     last_time_ = now;
@@ -82,14 +81,11 @@ void HwSlowdownRule::evaluate(const RuleInput& in, std::vector<Finding>& out) {
         for (std::size_t i = 0; i < kKinds; ++i)
             if (s.bits & kinds[i].bit) w.set[i] += sign * s.dt;
     };
-    struct Hit {
-        const Gpu* gpu;
-        double share, total, since;
-    };
-    std::vector<Hit> hits[kKinds];
-    std::string buf;
+    static_assert(kKinds == sizeof hits_ / sizeof hits_[0]);
+    std::vector<Hit>* hits = hits_;
+    for (auto& h : hits_) h.clear();
     for (const auto& g : in.cur.gpus) {
-        auto& w = entry(history_, gpu_key_view(g, buf));
+        auto& w = entry(history_, gpu_key_view(g, key_));
         w.samples.push_back({now, dt, hw_slowdown_bits(g)});
         account(w, w.samples.back(), +1);
         while (!w.samples.empty() && w.samples.front().time <= now - in.t.hw_slowdown_window_seconds) {
@@ -113,9 +109,11 @@ void HwSlowdownRule::evaluate(const RuleInput& in, std::vector<Finding>& out) {
         }
     }
     // "of the last 600 s" once the window is full; before that, what was observed ("of the 40 s observed").
-    auto window_words = [&](double total) {
-        return total + 1e-6 >= in.t.hw_slowdown_window_seconds ? "the last " + fmt_num(total) + " s"
-                                                               : "the " + fmt_num(total) + " s observed";
+    auto window_words = [&](std::string& message, double total) {
+        if (total + 1e-6 >= in.t.hw_slowdown_window_seconds)
+            append_parts(message, "the last ", fmt_num(total), " s");
+        else
+            append_parts(message, "the ", fmt_num(total), " s observed");
     };
     for (std::size_t i = 0; i < kKinds; ++i) {
         const Kind& k = kinds[i];
@@ -130,45 +128,50 @@ void HwSlowdownRule::evaluate(const RuleInput& in, std::vector<Finding>& out) {
                 total = std::max(total, x.total);
                 since = std::min(since, x.since);
             }
-            Evidence ev{{"gpus_affected", static_cast<double>(h.size())},
-                        {"gpus_total", static_cast<double>(in.cur.gpus.size())},
-                        {"min_share", share},
-                        {"window_seconds", total},
-                        {"threshold_share", in.t.hw_slowdown_min_share}};
-            Finding f = make_finding(
-                k.code, "gpu", "warning", kLabelSlow, "gpus", SubjectKind::kOther,
-                "all " + std::to_string(h.size()) + " GPUs: " + k.what + " in >= " + fmt_num(share * 100) +
-                    " % of " + window_words(total) + " (threshold " +
-                    fmt_num(in.t.hw_slowdown_min_share * 100) +
-                    " %) — node-wide, clocks forced down on every GPU; needs hardware inspection",
-                std::move(ev), share / std::max(in.t.hw_slowdown_min_share, 1e-9), "compute");
+            Finding& f = out.add(k.code, "gpu", "warning", kLabelSlow, SubjectKind::kOther,
+                                 share / std::max(in.t.hw_slowdown_min_share, 1e-9), "compute");
+            f.reason.subject.assign("gpus");
+            std::string& m = f.reason.message;
+            append_parts(m, "all ", std::to_string(h.size()), " GPUs: ", k.what,
+                         " in >= ", fmt_num(share * 100), " % of ");
+            window_words(m, total);
+            append_parts(m, " (threshold ", fmt_num(in.t.hw_slowdown_min_share * 100),
+                         " %) — node-wide, clocks forced down on every GPU; needs hardware inspection");
+            Evidence& ev = f.reason.evidence;
+            ev["gpus_affected"] = static_cast<double>(h.size());
+            ev["gpus_total"] = static_cast<double>(in.cur.gpus.size());
+            ev["min_share"] = share;
+            ev["window_seconds"] = total;
+            ev["threshold_share"] = in.t.hw_slowdown_min_share;
             f.since = since;
             f.refresh = true;
-            out.push_back(std::move(f));
             continue;
         }
         for (const Hit& x : h) {
             const Gpu& g = *x.gpu;
-            Evidence ev = gpu_ids(g);
+            // A throttled GPU is throttled all day: this finding is written into last sample's slot.
+            Finding& f = out.add(k.code, "gpu", "warning", kLabelSlow, SubjectKind::kGpu,
+                                 x.share / std::max(in.t.hw_slowdown_min_share, 1e-9), "compute");
+            gpu_key_into(g, f.reason.subject);
+            std::string& m = f.reason.message;
+            append_parts(m, gpu_name(g), ": ", k.what, " in ", fmt_num(x.share * 100), " % of ");
+            window_words(m, x.total);
+            append_parts(m, " (threshold ", fmt_num(in.t.hw_slowdown_min_share * 100),
+                         " %) — clocks forced down, needs hardware inspection");
+            Evidence& ev = f.reason.evidence;
+            add_gpu_ids(g, ev);
             ev["share"] = x.share;
             ev["window_seconds"] = x.total;
             ev["threshold_share"] = in.t.hw_slowdown_min_share;
             if (g.sm_clock_mhz) ev["sm_clock_mhz"] = static_cast<double>(*g.sm_clock_mhz);
             if (g.power_w) ev["power_w"] = *g.power_w;
-            Finding f = make_finding(
-                k.code, "gpu", "warning", kLabelSlow, gpu_key(g), SubjectKind::kGpu,
-                gpu_name(g) + ": " + k.what + " in " + fmt_num(x.share * 100) + " % of " +
-                    window_words(x.total) + " (threshold " + fmt_num(in.t.hw_slowdown_min_share * 100) +
-                    " %) — clocks forced down, needs hardware inspection",
-                std::move(ev), x.share / std::max(in.t.hw_slowdown_min_share, 1e-9), "compute");
             f.since = x.since;
             f.refresh = true;
-            out.push_back(std::move(f));
         }
     }
 }
 
-void ThermalThrottleRule::evaluate(const RuleInput& in, std::vector<Finding>& out) {
+void ThermalThrottleRule::evaluate(const RuleInput& in, Findings& out) {
     std::string buf;
     for (const auto& g : in.cur.gpus) {
         if (!g.sm_clock_mhz || !g.temperature_c) continue;
@@ -184,7 +187,15 @@ void ThermalThrottleRule::evaluate(const RuleInput& in, std::vector<Finding>& ou
         const double rise = temp - p.temp;
         if (drop_pct < in.t.thermal_clock_drop_pct || rise < in.t.thermal_temp_rise_c) continue;
         if (p.since == 0) p.since = in.cur.time;
-        Evidence ev = gpu_ids(g);
+        Finding& f = out.add("gpu_thermal_throttle", "gpu", "warning", kLabelSlow, SubjectKind::kGpu,
+                             drop_pct / std::max(in.t.thermal_clock_drop_pct, 1e-9), "compute");
+        gpu_key_into(g, f.reason.subject);
+        append_parts(f.reason.message, gpu_name(g), ": SM clock ", fmt_num(clock), " MHz, ",
+                     fmt_num(drop_pct), " % below its peak of ", fmt_num(p.clock),
+                     " MHz, while temperature rose ", fmt_num(p.temp), " → ", fmt_num(temp),
+                     " °C — thermal throttling");
+        Evidence& ev = f.reason.evidence;
+        add_gpu_ids(g, ev);
         ev["sm_clock_mhz"] = clock;
         ev["peak_sm_clock_mhz"] = p.clock;
         ev["clock_drop_pct"] = drop_pct;
@@ -197,18 +208,11 @@ void ThermalThrottleRule::evaluate(const RuleInput& in, std::vector<Finding>& ou
             for (const auto& n : g.throttle_reasons) names += (names.empty() ? "" : ",") + n;
             ev["throttle_reasons"] = names;
         }
-        Finding f =
-            make_finding("gpu_thermal_throttle", "gpu", "warning", kLabelSlow, gpu_key(g), SubjectKind::kGpu,
-                         gpu_name(g) + ": SM clock " + fmt_num(clock) + " MHz, " + fmt_num(drop_pct) +
-                             " % below its peak of " + fmt_num(p.clock) + " MHz, while temperature rose " +
-                             fmt_num(p.temp) + " → " + fmt_num(temp) + " °C — thermal throttling",
-                         std::move(ev), drop_pct / std::max(in.t.thermal_clock_drop_pct, 1e-9), "compute");
         f.since = p.since;
-        out.push_back(std::move(f));
     }
 }
 
-void BusyWaitHangRule::evaluate(const RuleInput& in, std::vector<Finding>& out) {
+void BusyWaitHangRule::evaluate(const RuleInput& in, Findings& out) {
     std::vector<const Gpu*> hung;
     double since = 0, worst_frac = 0;
     std::string buf;
@@ -234,12 +238,26 @@ void BusyWaitHangRule::evaluate(const RuleInput& in, std::vector<Finding>& out) 
     }
     if (hung.empty()) return;
     const Gpu& first = *hung.front();
-    Evidence ev = gpu_ids(first);
+    // issue 15: with GPM the decision (and its evidence) is SM activity; a MIG slice has no utilization.
+    const bool by_gpm = gpm_sm_active(first).has_value();
+    Finding& f = out.add("gpu_busy_wait_hang", "gpu", "critical", kLabelFailRisk, SubjectKind::kGpu, 3);
+    gpu_key_into(first, f.reason.subject);
+    std::string& m = f.reason.message;
+    append_parts(m, std::to_string(hung.size()), " of ", std::to_string(in.cur.gpus.size()), " GPU(s) (",
+                 join_names(hung), ") ");
+    if (by_gpm)
+        append_parts(m, "running kernels with <= ", fmt_num(*gpm_sm_active(first)),
+                     " % SM activity and no tensor or DRAM work (GPM)");
+    else
+        append_parts(m, "at >= ", fmt_num(in.t.hang_util_pct),
+                     " % utilization but drawing <= ", fmt_num(worst_frac * 100), " % of the power limit");
+    append_parts(m, " for >= ", fmt_num(in.t.hang_min_samples),
+                 " samples — kernels spin-waiting (a collective waiting on a dead or stuck peer?)");
+    Evidence& ev = f.reason.evidence;
+    add_gpu_ids(first, ev);
     ev["gpus_hung"] = static_cast<double>(hung.size());
     ev["gpus_total"] = static_cast<double>(in.cur.gpus.size());
     ev["hung_gpus"] = join_names(hung);
-    // issue 15: with GPM the decision (and its evidence) is SM activity; a MIG slice has no utilization.
-    const bool by_gpm = gpm_sm_active(first).has_value();
     if (first.utilization_pct) ev["utilization_pct"] = *first.utilization_pct;
     if (by_gpm) ev["sm_active_pct"] = *gpm_sm_active(first);
     if (first.power_w) ev["power_w"] = *first.power_w;
@@ -247,22 +265,10 @@ void BusyWaitHangRule::evaluate(const RuleInput& in, std::vector<Finding>& out) 
     ev["max_power_fraction"] = worst_frac;
     ev["power_threshold_fraction"] = in.t.hang_power_max_frac;
     ev["samples_threshold"] = in.t.hang_min_samples;
-    Finding f = make_finding(
-        "gpu_busy_wait_hang", "gpu", "critical", kLabelFailRisk, gpu_key(first), SubjectKind::kGpu,
-        std::to_string(hung.size()) + " of " + std::to_string(in.cur.gpus.size()) + " GPU(s) (" +
-            join_names(hung) + ") " +
-            (by_gpm ? "running kernels with <= " + fmt_num(*gpm_sm_active(first)) +
-                          " % SM activity and no tensor or DRAM work (GPM)"
-                    : "at >= " + fmt_num(in.t.hang_util_pct) + " % utilization but drawing <= " +
-                          fmt_num(worst_frac * 100) + " % of the power limit") +
-            " for >= " + fmt_num(in.t.hang_min_samples) +
-            " samples — kernels spin-waiting (a collective waiting on a dead or stuck peer?)",
-        std::move(ev), 3);
     f.since = since;
-    out.push_back(std::move(f));
 }
 
-void IdleGpuRule::evaluate(const RuleInput& in, std::vector<Finding>& out) {
+void IdleGpuRule::evaluate(const RuleInput& in, Findings& out) {
     std::vector<const Gpu*> idle;
     double since = 0;
     int known = 0;
@@ -287,25 +293,25 @@ void IdleGpuRule::evaluate(const RuleInput& in, std::vector<Finding>& out) {
         since = since == 0 ? start : std::min(since, start);
     }
     if (idle.empty()) return;
-    Evidence ev = gpu_ids(*idle.front());
+    const char* metric = gpm_sm_active(*idle.front()) ? " % SM activity, GPM) for " : " % utilization) for ";
+    Finding& f = out.add("gpu_idle", "gpu", "warning", kLabelSlow, SubjectKind::kGpu,
+                         static_cast<double>(known) / std::max<size_t>(known - idle.size(), 1));
+    gpu_key_into(*idle.front(), f.reason.subject);
+    append_parts(f.reason.message, std::to_string(idle.size()), " of ", std::to_string(known),
+                 " allocated GPU(s) idle (<= ", fmt_num(in.t.gpu_idle_util_pct), metric,
+                 fmt_num(in.cur.time - since), " s: ", join_names(idle), " — the step does not use them");
+    Evidence& ev = f.reason.evidence;
+    add_gpu_ids(*idle.front(), ev);
     ev["gpus_idle"] = static_cast<double>(idle.size());
     ev["gpus_total"] = static_cast<double>(known);
     ev["idle_gpus"] = join_names(idle);
     ev["idle_seconds"] = in.cur.time - since;
     ev["threshold_pct"] = in.t.gpu_idle_util_pct;
     ev["window_seconds"] = in.t.gpu_idle_window_seconds;
-    const char* metric = gpm_sm_active(*idle.front()) ? " % SM activity, GPM) for " : " % utilization) for ";
-    Finding f = make_finding(
-        "gpu_idle", "gpu", "warning", kLabelSlow, gpu_key(*idle.front()), SubjectKind::kGpu,
-        std::to_string(idle.size()) + " of " + std::to_string(known) +
-            " allocated GPU(s) idle (<= " + fmt_num(in.t.gpu_idle_util_pct) + metric +
-            fmt_num(in.cur.time - since) + " s: " + join_names(idle) + " — the step does not use them",
-        std::move(ev), static_cast<double>(known) / std::max<size_t>(known - idle.size(), 1));
     f.since = since;
-    out.push_back(std::move(f));
 }
 
-void StragglerRule::evaluate(const RuleInput& in, std::vector<Finding>& out) {
+void StragglerRule::evaluate(const RuleInput& in, Findings& out) {
     std::vector<const Gpu*>& busy = busy_;  // reused between samples
     busy.clear();
     for (const auto& g : in.cur.gpus)
@@ -336,24 +342,25 @@ void StragglerRule::evaluate(const RuleInput& in, std::vector<Finding>& out) {
             if (run.samples++ == 0) run.since = in.cur.time;
             entry(next, key) = run;
             if (run.samples < static_cast<int>(in.t.straggler_min_samples)) continue;
-            Evidence ev = gpu_ids(*g);
+            Finding& f = out.add("gpu_straggler", "gpu", "warning", kLabelSlow, SubjectKind::kGpu,
+                                 1 + std::max(util_gap / 100, power_gap), "compute");
+            gpu_key_into(*g, f.reason.subject);
+            std::string& msg = f.reason.message;
+            append_parts(msg, gpu_name(*g), ": ", fmt_num(*g->utilization_pct),
+                         " % utilization vs peer median ", fmt_num(util_median), " %");
+            if (g->power_w && power_median > 0)
+                append_parts(msg, ", ", fmt_num(*g->power_w), " W vs ", fmt_num(power_median), " W");
+            append_parts(msg, " for ", std::to_string(run.samples),
+                         " samples — a straggler: every synchronous step waits for this GPU");
+            Evidence& ev = f.reason.evidence;
+            add_gpu_ids(*g, ev);
             ev["utilization_pct"] = *g->utilization_pct;
             ev["peer_median_utilization_pct"] = util_median;
             if (g->power_w) ev["power_w"] = *g->power_w;
             if (power_median > 0) ev["peer_median_power_w"] = power_median;
             ev["util_gap_threshold_pct"] = in.t.straggler_util_gap_pct;
             ev["power_gap_threshold_frac"] = in.t.straggler_power_gap_frac;
-            std::string msg = gpu_name(*g) + ": " + fmt_num(*g->utilization_pct) +
-                              " % utilization vs peer median " + fmt_num(util_median) + " %";
-            if (g->power_w && power_median > 0)
-                msg += ", " + fmt_num(*g->power_w) + " W vs " + fmt_num(power_median) + " W";
-            msg += " for " + std::to_string(run.samples) +
-                   " samples — a straggler: every synchronous step waits for this GPU";
-            Finding f = make_finding("gpu_straggler", "gpu", "warning", kLabelSlow, gpu_key(*g),
-                                     SubjectKind::kGpu, std::move(msg), std::move(ev),
-                                     1 + std::max(util_gap / 100, power_gap), "compute");
             f.since = run.since;
-            out.push_back(std::move(f));
         }
     }
     runs_ = std::move(next);

@@ -21,7 +21,7 @@ unsigned hw_slowdown_bits(const Gpu& gpu);
 // kind set on every GPU of the node is one node-wide reason (subject "gpus"), not one per GPU.
 class HwSlowdownRule {
   public:
-    void evaluate(const RuleInput& in, std::vector<Finding>& out);
+    void evaluate(const RuleInput& in, Findings& out);
 
   private:
     struct Sample {
@@ -35,8 +35,14 @@ class HwSlowdownRule {
         double total = 0;
         double set[3] = {0, 0, 0};  // per kind, in the order of the kinds table in the .cc
     };
+    struct Hit {
+        const Gpu* gpu;
+        double share, total, since;
+    };
     KeyedState<Window> history_;  // by GPU key
     double last_time_ = -1;
+    std::vector<Hit> hits_[3];  // this sample's, per kind; reused between samples
+    std::string key_;           // gpu_key_view's buffer
 };
 
 // gpu_thermal_throttle (SLOW): the SM clock fell >= thermal_clock_drop_pct below the busy peak of this
@@ -44,7 +50,7 @@ class HwSlowdownRule {
 // but without the temperature rise).
 class ThermalThrottleRule {
   public:
-    void evaluate(const RuleInput& in, std::vector<Finding>& out);
+    void evaluate(const RuleInput& in, Findings& out);
 
   private:
     struct Peak {
@@ -58,7 +64,7 @@ class ThermalThrottleRule {
 // waiting for a peer that will never come) instead of computing. One reason names all hung GPUs.
 class BusyWaitHangRule {
   public:
-    void evaluate(const RuleInput& in, std::vector<Finding>& out);
+    void evaluate(const RuleInput& in, Findings& out);
 
   private:
     struct Run {
@@ -71,7 +77,7 @@ class BusyWaitHangRule {
 // gpu_idle (SLOW): N of M GPUs at <= gpu_idle_util_pct continuously for >= gpu_idle_window_seconds.
 class IdleGpuRule {
   public:
-    void evaluate(const RuleInput& in, std::vector<Finding>& out);
+    void evaluate(const RuleInput& in, Findings& out);
 
   private:
     std::map<std::string, double, std::less<>> idle_since_;
@@ -82,7 +88,7 @@ class IdleGpuRule {
 // straggler_min_samples consecutive samples (idle GPUs are gpu_idle's business).
 class StragglerRule {
   public:
-    void evaluate(const RuleInput& in, std::vector<Finding>& out);
+    void evaluate(const RuleInput& in, Findings& out);
 
   private:
     struct Run {

@@ -8,7 +8,7 @@
 
 namespace stallscope {
 
-void host_pressure_rule(const RuleInput& in, std::vector<Finding>& out) {
+void host_pressure_rule(const RuleInput& in, Findings& out) {
     if (job_pressure_known(in.cur)) return;  // issue 15: the job's own PSI decides (job_*_pressure)
     const Psi& psi = in.cur.host_stats.psi;
     struct Check {
@@ -39,7 +39,7 @@ void host_pressure_rule(const RuleInput& in, std::vector<Finding>& out) {
     }
 }
 
-void host_memory_low_rule(const RuleInput& in, std::vector<Finding>& out) {
+void host_memory_low_rule(const RuleInput& in, Findings& out) {
     const HostStats& h = in.cur.host_stats;
     if (!h.mem_available_bytes || !h.mem_total_bytes || *h.mem_total_bytes == 0) return;
     const double pct =
@@ -54,7 +54,7 @@ void host_memory_low_rule(const RuleInput& in, std::vector<Finding>& out) {
                                in.t.mem_available_low_pct / std::max(pct, 0.1), "memory"));
 }
 
-void host_oom_rule(const RuleInput& in, std::vector<Finding>& out) {
+void host_oom_rule(const RuleInput& in, Findings& out) {
     if (!in.rates || job_oom_known(in.cur)) return;  // issue 15: the job's own count decides (job_oom_kill)
     const auto d = delta_of(*in.rates, in.rates->host, "host", "oom_kills");
     if (!d || d->delta == 0) return;
@@ -66,7 +66,7 @@ void host_oom_rule(const RuleInput& in, std::vector<Finding>& out) {
                      2 + static_cast<double>(d->delta), "memory"));
 }
 
-void BlockedProcessesRule::evaluate(const RuleInput& in, std::vector<Finding>& out) {
+void BlockedProcessesRule::evaluate(const RuleInput& in, Findings& out) {
     const auto& blocked = in.cur.host_stats.procs_blocked;
     if (!blocked || static_cast<double>(*blocked) < in.t.procs_blocked_max || *blocked == 0) {
         run_ = 0;
@@ -87,7 +87,7 @@ void BlockedProcessesRule::evaluate(const RuleInput& in, std::vector<Finding>& o
     out.push_back(std::move(f));
 }
 
-void collector_failure_rule(const RuleInput& in, std::vector<Finding>& out) {
+void collector_failure_rule(const RuleInput& in, Findings& out) {
     for (const auto& [name, why] : in.cur.collector_failures) {
         out.push_back(make_finding("collector_failed", "telemetry", "warning", kLabelUnknown, name,
                                    SubjectKind::kOther,
@@ -108,7 +108,7 @@ std::size_t measured_gpus(const Snapshot& s) {
         s.gpus.begin(), s.gpus.end(), [](const Gpu& g) { return g.utilization_pct.has_value(); }));
 }
 
-void gpu_telemetry_rule(const RuleInput& in, std::vector<Finding>& out) {
+void gpu_telemetry_rule(const RuleInput& in, Findings& out) {
     const std::size_t allocated = allocated_gpus(in.cur), measured = measured_gpus(in.cur);
     if (measured >= allocated) return;
     std::string unmeasured;  // GPUs the sampler saw without a utilization value
@@ -157,7 +157,7 @@ void StaleTelemetryRule::track(Family& f, std::uint64_t fingerprint, double now)
     ++f.frozen_samples;
 }
 
-void StaleTelemetryRule::evaluate(const RuleInput& in, std::vector<Finding>& out) {
+void StaleTelemetryRule::evaluate(const RuleInput& in, Findings& out) {
     const double now = in.cur.time;
     auto frozen = [&](const Family& f) {
         return f.moved && f.frozen_samples >= static_cast<int>(in.t.stale_min_samples) &&

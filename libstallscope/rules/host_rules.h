@@ -13,19 +13,19 @@ namespace stallscope {
 // host_memory_pressure (SLOW): psi memory full avg10 >= psi_memory_full_pct.
 // host_io_pressure (SLOW): psi io full avg10 >= psi_io_full_pct.
 // host_cpu_pressure (SLOW): psi cpu some avg10 >= psi_cpu_some_pct (data loaders starved of CPU).
-void host_pressure_rule(const RuleInput& in, std::vector<Finding>& out);
+void host_pressure_rule(const RuleInput& in, Findings& out);
 
 // host_memory_low (SLOW): MemAvailable / MemTotal <= mem_available_low_pct.
-void host_memory_low_rule(const RuleInput& in, std::vector<Finding>& out);
+void host_memory_low_rule(const RuleInput& in, Findings& out);
 
 // host_oom_kill (FAIL_RISK): /proc/vmstat oom_kill delta > 0 during the step.
-void host_oom_rule(const RuleInput& in, std::vector<Finding>& out);
+void host_oom_rule(const RuleInput& in, Findings& out);
 
 // host_blocked_processes (SLOW): procs_blocked >= procs_blocked_max for procs_blocked_min_samples
 // consecutive samples (GPUd: D-state processes in 5 consecutive checks; usually a hung filesystem).
 class BlockedProcessesRule {
   public:
-    void evaluate(const RuleInput& in, std::vector<Finding>& out);
+    void evaluate(const RuleInput& in, Findings& out);
 
   private:
     int run_ = 0;
@@ -34,7 +34,7 @@ class BlockedProcessesRule {
 
 // collector_failed (UNKNOWN): a collector failed or overran its deadline this sample
 // (Snapshot::collector_failures); its counters are missing, so silence must not read as FAST.
-void collector_failure_rule(const RuleInput& in, std::vector<Finding>& out);
+void collector_failure_rule(const RuleInput& in, Findings& out);
 
 // GPUs the step was allocated (JobContext::gpus, else visible_devices, else the GPUs the sampler saw).
 std::size_t allocated_gpus(const Snapshot& s);
@@ -45,14 +45,14 @@ std::size_t measured_gpus(const Snapshot& s);
 // loadable, a GPU missing from NVML, utilization "Not Supported"). UNKNOWN when none was measured
 // (silence about the GPUs must not read as FAST); a warning on a FAST sample when some were, and the
 // profiler lowers the confidence by the share measured.
-void gpu_telemetry_rule(const RuleInput& in, std::vector<Finding>& out);
+void gpu_telemetry_rule(const RuleInput& in, Findings& out);
 
 // telemetry_stale (UNKNOWN): a counter family that moved earlier in the step (all RDMA port counters of
 // the node; one GPU's energy counter) has been frozen for >= stale_seconds and >= stale_min_samples
 // samples while samples keep coming: a stuck collector or cached reads, not a quiet node.
 class StaleTelemetryRule {
   public:
-    void evaluate(const RuleInput& in, std::vector<Finding>& out);
+    void evaluate(const RuleInput& in, Findings& out);
 
   private:
     struct Family {

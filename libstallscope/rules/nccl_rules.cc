@@ -44,7 +44,7 @@ double median(std::vector<double> v) {
 
 namespace {
 
-void ras_rule(const RuleInput& in, std::vector<Finding>& out, bool single_poll_missing) {
+void ras_rule(const RuleInput& in, Findings& out, bool single_poll_missing) {
     const NcclState& n = in.cur.nccl;
     std::set<std::string> dead_seen;
     auto dead = [&](const NcclPeer& p, const std::string& how, Evidence ev, const std::string& comm = "") {
@@ -140,15 +140,15 @@ std::string NcclPeerNames::host_of(const NcclPeer& p, const std::string& comm) c
     return "";
 }
 
-void nccl_ras_rule(const RuleInput& in, std::vector<Finding>& out) {
+void nccl_ras_rule(const RuleInput& in, Findings& out) {
     ras_rule(in, out, /*single_poll_missing=*/true);
 }
 
-void nccl_ras_failure_rule(const RuleInput& in, std::vector<Finding>& out) {
+void nccl_ras_failure_rule(const RuleInput& in, Findings& out) {
     ras_rule(in, out, /*single_poll_missing=*/false);
 }
 
-void NcclMissingRankRule::evaluate(const RuleInput& in, std::vector<Finding>& out) {
+void NcclMissingRankRule::evaluate(const RuleInput& in, Findings& out) {
     for (const auto& r : in.cur.nccl.ras) {
         if (r.outcome != "ok" && r.outcome != "truncated") continue;  // a failed poll says nothing
         std::map<std::string, Missing> next;
@@ -201,7 +201,7 @@ void NcclMissingRankRule::evaluate(const RuleInput& in, std::vector<Finding>& ou
     }
 }
 
-void nccl_log_rule(const RuleInput& in, std::vector<Finding>& out) {
+void nccl_log_rule(const RuleInput& in, Findings& out) {
     struct Group {
         int count = 0;
         const NcclLogEvent* first = nullptr;
@@ -251,7 +251,7 @@ void nccl_log_rule(const RuleInput& in, std::vector<Finding>& out) {
     }
 }
 
-void nccl_test_rule(const RuleInput& in, std::vector<Finding>& out) {
+void nccl_test_rule(const RuleInput& in, Findings& out) {
     const auto& t = in.cur.nccl.nccl_test;
     if (!t || t->outcome == "not_found" || t->outcome == "garbage") return;  // nothing was measured
     Evidence ev{{"outcome", t->outcome}, {"exit_code", static_cast<double>(t->exit_code)}};
@@ -272,7 +272,7 @@ void nccl_test_rule(const RuleInput& in, std::vector<Finding>& out) {
                                std::move(ev), 3, "network"));
 }
 
-void NcclHangRule::evaluate(const RuleInput& in, std::vector<Finding>& out) {
+void NcclHangRule::evaluate(const RuleInput& in, Findings& out) {
     for (const auto& r : in.cur.nccl.ras) {
         if (r.outcome != "ok") continue;  // a partial report cannot prove "no progress"
         std::map<std::string, Lag> now;
@@ -321,7 +321,7 @@ void NcclHangRule::evaluate(const RuleInput& in, std::vector<Finding>& out) {
     }
 }
 
-void NcclInspectorRule::evaluate(const RuleInput& in, std::vector<Finding>& out) {
+void NcclInspectorRule::evaluate(const RuleInput& in, Findings& out) {
     const auto& insp = in.cur.nccl.inspector;
     for (const auto& g : insp.stragglers) {
         const double share = g.instances > 0 ? static_cast<double>(g.late) / g.instances : 0;

@@ -32,15 +32,15 @@ class NcclPeerNames {
 // event. nccl_async_error (FAIL_RISK): ranks with an asynchronous/initialisation error or an aborted
 // communicator. nccl_ras_rule also reports unanswered ranks of this one poll as nccl_rank_missing (the
 // single-report view); the Profiler runs nccl_ras_failure_rule, which leaves them to NcclMissingRankRule.
-void nccl_ras_rule(const RuleInput& in, std::vector<Finding>& out);
-void nccl_ras_failure_rule(const RuleInput& in, std::vector<Finding>& out);
+void nccl_ras_rule(const RuleInput& in, Findings& out);
+void nccl_ras_failure_rule(const RuleInput& in, Findings& out);
 
 // nccl_rank_missing (FAIL_RISK): the same rank(s) of a communicator did not answer the RAS status
 // collection (INCOMPLETE) in >= 2 consecutive successful polls. One unanswered poll is a rank busy in a
 // long kernel or slow to reply, not yet a hung process.
 class NcclMissingRankRule {
   public:
-    void evaluate(const RuleInput& in, std::vector<Finding>& out);
+    void evaluate(const RuleInput& in, Findings& out);
 
   private:
     struct Missing {
@@ -53,11 +53,11 @@ class NcclMissingRankRule {
 // From the log scan: nccl_ib_completion_error (IB/RoCE work completion error, e.g. status=12 retry
 // exceeded), nccl_ib_async_fatal, nccl_watchdog_timeout (PyTorch collective timeout), nccl_watchdog_stuck
 // (heartbeat monitor), nccl_error (NCCL error surfaced to the framework): all FAIL_RISK.
-void nccl_log_rule(const RuleInput& in, std::vector<Finding>& out);
+void nccl_log_rule(const RuleInput& in, Findings& out);
 
 // nccl_test_failed (FAIL_RISK) when the all_reduce_perf smoke run failed (exit code mapped to a reason,
 // #wrong > 0); nccl_test_result (info) with its bus bandwidth when it passed.
-void nccl_test_rule(const RuleInput& in, std::vector<Finding>& out);
+void nccl_test_rule(const RuleInput& in, Findings& out);
 
 // nccl_collective_hang (FAIL_RISK): the same ranks stay behind on the same collective launch count
 // across RAS polls, without progress, for nccl_hang_min_seconds. The lagging ranks have not launched the
@@ -65,7 +65,7 @@ void nccl_test_rule(const RuleInput& in, std::vector<Finding>& out);
 // mismatch that clears on the next poll is normal and never fires.
 class NcclHangRule {
   public:
-    void evaluate(const RuleInput& in, std::vector<Finding>& out);
+    void evaluate(const RuleInput& in, Findings& out);
 
   private:
     struct Lag {
@@ -84,7 +84,7 @@ class NcclHangRule {
 // nccl_busbw_drop_pct below the best median seen earlier in the step.
 class NcclInspectorRule {
   public:
-    void evaluate(const RuleInput& in, std::vector<Finding>& out);
+    void evaluate(const RuleInput& in, Findings& out);
 
   private:
     std::map<std::string, double> best_busbw_;

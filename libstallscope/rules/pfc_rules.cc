@@ -71,7 +71,7 @@ PauseDirection pause_direction(const Rates& rates, const std::string& iface, con
     return d;
 }
 
-void PfcRule::evaluate(const RuleInput& in, std::vector<Finding>& out) {
+void PfcRule::evaluate(const RuleInput& in, Findings& out) {
     if (!in.rates) return;
     const Rates& r = *in.rates;
     for (const auto& iface : in.cur.interfaces) {

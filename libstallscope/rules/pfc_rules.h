@@ -29,7 +29,7 @@ PauseDirection pause_direction(const Rates& rates, const std::string& iface, con
 // host_rx_discards_per_s. A storm supersedes the tx-side backpressure reason of the same interface.
 class PfcRule {
   public:
-    void evaluate(const RuleInput& in, std::vector<Finding>& out);
+    void evaluate(const RuleInput& in, Findings& out);
 
   private:
     struct Streak {

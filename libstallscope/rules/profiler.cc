@@ -61,7 +61,7 @@ const Rates* Profiler::last_rates() const {
     return rates_.rates();
 }
 
-void Profiler::run_rules(const RuleInput& in, std::vector<Finding>& out) {
+void Profiler::run_rules(const RuleInput& in, Findings& out) {
     out.clear();
     // telemetry
     collector_failure_rule(in, out);
@@ -138,7 +138,7 @@ Profile Profiler::profile(const Snapshot& s, bool with_reasons) {
     port_rows_into(s, rates, ports_);
     const RuleInput in{s, last_ ? &*last_ : nullptr, rates, t_, &peer_names_, rates_.rdma_values(), &ports_};
 
-    std::vector<Finding>& findings = findings_;
+    Findings& findings = findings_;
     run_rules(in, findings);
     for (Finding& f : findings)
         f.reason.first_seen = verdict_.first_seen(f.reason, f.since > 0 ? f.since : s.time);

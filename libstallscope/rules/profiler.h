@@ -43,7 +43,7 @@ class Profiler {
     const Thresholds& thresholds() const { return t_; }
 
   private:
-    void run_rules(const RuleInput& in, std::vector<Finding>& out);
+    void run_rules(const RuleInput& in, Findings& out);
     // observe() without keeping `s`; without reasons (with_reasons false) the Profile holds only what the
     // verdict was fed: label, confidence, hints.
     Profile profile(const Snapshot& s, bool with_reasons = true);
@@ -66,8 +66,8 @@ class Profiler {
     NcclPeerNames peer_names_;
     NcclInspectorRule nccl_inspector_;
     VerdictAccumulator verdict_;
-    std::vector<Finding> findings_;  // this sample's, reused: its capacity is kept between samples
-    std::vector<PortRows> ports_;    // this sample's RDMA ports and their rows, for the fabric rules
+    Findings findings_;            // this sample's, reused: its capacity is kept between samples
+    std::vector<PortRows> ports_;  // this sample's RDMA ports and their rows, for the fabric rules
 };
 
 }  // namespace stallscope

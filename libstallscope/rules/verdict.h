@@ -25,7 +25,7 @@ void order_reasons(std::vector<Reason>& reasons);
 struct SampleOutcome {
     double time = 0;
     double interval = 0;  // seconds since the previous sample (0 for the first)
-    const std::vector<Finding>* findings = nullptr;
+    const Findings* findings = nullptr;
     std::string label;               // per-sample label
     double confidence = 0;           // per-sample confidence
     bool counters_seen = false;      // any GPU gauge or any counter delta this sample

@@ -97,26 +97,25 @@ inline Snapshot counting_node(double t, std::uint64_t n) {
 
 // Runs a stateless rule over (prev, cur) with rates computed between them.
 template <typename Rule>
-std::vector<Finding> run_pair(Rule rule, const Snapshot& prev, const Snapshot& cur,
-                              const Thresholds& t = {}) {
+Findings run_pair(Rule rule, const Snapshot& prev, const Snapshot& cur, const Thresholds& t = {}) {
     const Rates rates = compute_rates(prev, cur);
-    std::vector<Finding> out;
+    Findings out;
     rule(RuleInput{cur, &prev, &rates, t}, out);
     return out;
 }
 
 // Runs a stateless rule on one snapshot (first sample: no rates).
 template <typename Rule>
-std::vector<Finding> run_one(Rule rule, const Snapshot& cur, const Thresholds& t = {}) {
-    std::vector<Finding> out;
+Findings run_one(Rule rule, const Snapshot& cur, const Thresholds& t = {}) {
+    Findings out;
     rule(RuleInput{cur, nullptr, nullptr, t}, out);
     return out;
 }
 
 // Feeds a stateful rule a series of snapshots; returns the findings of the last one.
 template <typename Rule>
-std::vector<Finding> run_series(Rule& rule, const std::vector<Snapshot>& series, const Thresholds& t = {}) {
-    std::vector<Finding> out;
+Findings run_series(Rule& rule, const std::vector<Snapshot>& series, const Thresholds& t = {}) {
+    Findings out;
     for (size_t i = 0; i < series.size(); ++i) {
         out.clear();
         std::optional<Rates> rates;

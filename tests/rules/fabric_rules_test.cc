@@ -303,7 +303,7 @@ TEST_CASE("A port's rows resolved once per sample are those the rules would look
     std::size_t fired = 0;
     for (auto rule :
          {link_flap_rule, rdma_error_rule, rdma_congestion_rule, rdma_loss_rule, cc_misconfig_rule}) {
-        std::vector<Finding> own, given;
+        Findings own, given;
         rule(RuleInput{b, nullptr, &r, t}, own);
         rule(RuleInput{b, nullptr, &r, t, nullptr, std::nullopt, &rows}, given);
         REQUIRE(own.size() == given.size());

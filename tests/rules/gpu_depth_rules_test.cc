@@ -40,7 +40,7 @@ JobCgroup job() {
     return c;
 }
 
-bool fired(const std::vector<Finding>& out, const std::string& code) {
+bool fired(const Findings& out, const std::string& code) {
     for (const auto& f : out)
         if (f.reason.code == code) return true;
     return false;

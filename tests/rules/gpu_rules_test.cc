@@ -265,3 +265,81 @@ TEST_CASE("KeyedState answers as a map, whatever order the GPUs come in") {
     CHECK(state.size() == reference.size());
     for (const auto& [key, value] : reference) CHECK(entry(state, key) == value);
 }
+
+// Findings::clear() keeps the findings' storage for the next sample; add() must leave nothing of the
+// finding that held the slot before (a message appended to the old one, stale evidence, an old `since`).
+TEST_CASE("Findings: a slot is written again in place, with nothing of its last finding left") {
+    Findings out;
+    Finding& first =
+        out.add("gpu_straggler", "gpu", "warning", kLabelSlow, SubjectKind::kGpu, 1.5, "compute");
+    first.reason.subject = "GPU-0";
+    first.reason.message.assign(200, 'm');
+    first.reason.evidence["share"] = 1.0;
+    first.reason.first_seen = 5;
+    first.since = 3;
+    first.refresh = true;
+    const char* storage = first.reason.message.data();
+    out.clear();
+    CHECK(out.empty());
+
+    Finding& again = out.add("gpu_idle", "gpu", "info", kLabelFast, SubjectKind::kOther);
+    CHECK(&again == &first);
+    CHECK(out.size() == 1);
+    CHECK(again.reason.code == "gpu_idle");
+    CHECK(again.reason.severity == "info");
+    CHECK(again.reason.label == kLabelFast);
+    CHECK(again.reason.subject.empty());
+    CHECK(again.reason.message.empty());
+    CHECK(again.reason.evidence.empty());
+    CHECK(again.reason.first_seen == 0);
+    CHECK(again.kind == SubjectKind::kOther);
+    CHECK(again.score == 1);
+    CHECK(again.hint.empty());
+    CHECK(again.since == 0);
+    CHECK_FALSE(again.refresh);
+    again.reason.message.assign(150, 'n');
+    CHECK(again.reason.message.data() == storage);  // the last finding's storage: nothing allocated
+
+    out.push_back(make_finding("host_oom_kill", "system", "critical", kLabelFailRisk, "host",
+                               SubjectKind::kHost, "an OOM kill", {}, 2));
+    REQUIRE(out.size() == 2);
+    CHECK(out[1].reason.code == "host_oom_kill");
+    CHECK(out.back().reason.message == "an OOM kill");
+}
+
+// The rules that write into a slot give what a fresh one gets, sample after sample.
+TEST_CASE("GPU rules firing every sample write the same findings into a reused slot as into a new one") {
+    HwSlowdownRule reused_rule, fresh_rule;
+    ThermalThrottleRule reused_thermal, fresh_thermal;
+    const Thresholds t;
+    Findings reused;
+    for (int i = 0; i < 6; ++i) {
+        CAPTURE(i);
+        Snapshot s = gpus_at(i * 10, eight(95));
+        s.gpus[1].throttle_reasons = {"HW Thermal Slowdown"};
+        s.gpus[1].remapped_rows_pending = 1;
+        s.gpus[2].sm_clock_mhz = i == 0 ? 1980 : 1400;
+        s.gpus[2].temperature_c = i == 0 ? 60 : 88;
+        s.gpus[3].memory_used_bytes = 79ull << 30;
+        s.gpus[3].memory_total_bytes = 80ull << 30;
+        const RuleInput in{s, nullptr, nullptr, t};
+        reused.clear();
+        Findings fresh;
+        reused_rule.evaluate(in, reused), fresh_rule.evaluate(in, fresh);
+        reused_thermal.evaluate(in, reused), fresh_thermal.evaluate(in, fresh);
+        gpu_ecc_rule(in, reused), gpu_ecc_rule(in, fresh);
+        gpu_memory_high_rule(in, reused), gpu_memory_high_rule(in, fresh);
+        REQUIRE(reused.size() == fresh.size());
+        // remap and memory from the first sample; the slowdown share and the thermal drop from the second
+        CHECK(reused.size() == (i == 0 ? 2u : 4u));
+        for (std::size_t k = 0; k < fresh.size(); ++k) {
+            CAPTURE(fresh[k].reason.code);
+            CHECK(reused[k].reason.code == fresh[k].reason.code);
+            CHECK(reused[k].reason.subject == fresh[k].reason.subject);
+            CHECK(reused[k].reason.message == fresh[k].reason.message);
+            CHECK(reused[k].reason.evidence == fresh[k].reason.evidence);
+            CHECK(reused[k].since == fresh[k].since);
+            CHECK(reused[k].refresh == fresh[k].refresh);
+        }
+    }
+}

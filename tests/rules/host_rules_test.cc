@@ -101,7 +101,7 @@ TEST_CASE("Stale RDMA telemetry: any one counter that moves or turns null restar
     for (const bool flat : {false, true}) {
         CAPTURE(flat);
         StaleTelemetryRule rule;
-        std::vector<Finding> out;
+        Findings out;
         std::vector<double> since;  // when the stale reason says the counters froze, sample by sample
         for (int i = 0; i < 14; ++i) {
             const Snapshot s = sample(i);

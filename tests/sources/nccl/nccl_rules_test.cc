@@ -24,13 +24,13 @@ Snapshot with_report(double time, const std::string& fixture) {
 }
 
 template <typename Rule>
-std::vector<Finding> run(Rule&& rule, const Snapshot& s, const Thresholds& t = {}) {
-    std::vector<Finding> out;
+Findings run(Rule&& rule, const Snapshot& s, const Thresholds& t = {}) {
+    Findings out;
     rule(RuleInput{s, nullptr, nullptr, t}, out);
     return out;
 }
 
-std::vector<std::string> codes(const std::vector<Finding>& f) {
+std::vector<std::string> codes(const Findings& f) {
     std::vector<std::string> c;
     for (const auto& x : f) c.push_back(x.reason.code);
     return c;
