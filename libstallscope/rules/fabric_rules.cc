@@ -56,29 +56,34 @@ void rdma_congestion_rule(const RuleInput& in, Findings& out) {
         const bool as_sender = handled && handled_s >= in.t.cnp_handled_per_s;
         const bool as_receiver = (marked || sent) && ecn_s >= in.t.ecn_marked_per_s;
         if (!as_sender && !as_receiver) continue;
-        Evidence ev{{"interval_seconds", r.interval_seconds}};
+        // A congested fabric stays congested for hours, on every port: written into the kept slots.
+        Finding& f =
+            out.add("fabric_congestion", "fabric", "warning", kLabelSlow, SubjectKind::kPort, 0, "network");
+        f.reason.subject.assign(key);
+        Evidence& ev = f.reason.evidence;
+        ev["interval_seconds"] = r.interval_seconds;
         if (handled) ev["rp_cnp_handled_per_s"] = handled_s;
         if (marked) ev["np_ecn_marked_roce_packets_per_s"] = per_s(*marked, r);
         if (sent) ev["np_cnp_sent_per_s"] = per_s(*sent, r);
         ev["cnp_handled_per_s_threshold"] = in.t.cnp_handled_per_s;
         ev["ecn_marked_per_s_threshold"] = in.t.ecn_marked_per_s;
-        std::string msg;
-        double score = 0;
+        std::string& msg = f.reason.message;
         if (as_sender) {
-            msg = key + ": " + fmt_num(handled_s) + " CNPs/s handled (threshold " +
-                  fmt_num(in.t.cnp_handled_per_s) +
-                  "/s) — RoCE congestion control is slowing this host's senders";
-            score = handled_s / std::max(in.t.cnp_handled_per_s, 1e-9);
+            append_parts(msg, key, ": ", fmt_num(handled_s), " CNPs/s handled (threshold ",
+                         fmt_num(in.t.cnp_handled_per_s),
+                         "/s) — RoCE congestion control is slowing this host's senders");
+            f.score = handled_s / std::max(in.t.cnp_handled_per_s, 1e-9);
         }
         if (as_receiver) {
-            msg += (msg.empty() ? key + ": " : "; ") + fmt_num(ecn_s) +
-                   " ECN-marked packets/s received (threshold " + fmt_num(in.t.ecn_marked_per_s) +
-                   "/s) — the fabric path into this host is congested";
-            score = std::max(score, ecn_s / std::max(in.t.ecn_marked_per_s, 1e-9));
+            if (msg.empty())
+                append_parts(msg, key, ": ");
+            else
+                msg += "; ";
+            append_parts(msg, fmt_num(ecn_s), " ECN-marked packets/s received (threshold ",
+                         fmt_num(in.t.ecn_marked_per_s), "/s) — the fabric path into this host is congested");
+            f.score = std::max(f.score, ecn_s / std::max(in.t.ecn_marked_per_s, 1e-9));
         }
         ev["direction"] = std::string(as_sender && as_receiver ? "both" : as_sender ? "sender" : "receiver");
-        out.push_back(make_finding("fabric_congestion", "fabric", "warning", kLabelSlow, key,
-                                   SubjectKind::kPort, std::move(msg), std::move(ev), score, "network"));
     }
 }
 
@@ -311,43 +316,46 @@ void PortStateRule::evaluate(const RuleInput& in, Findings& out) {
             }
             continue;
         }
-        Evidence ev{{"state", port.state}, {"phys_state", port.phys_state}};
+        // A port that is down stays down: these fire every sample of the step (an uncabled port on many
+        // nodes), so they are written into the kept slots.
+        const auto add_port = [&](const char* code, const char* severity, const char* label, double score,
+                                  const char* hint) -> Finding& {
+            Finding& f = out.add(code, "fabric", severity, label, SubjectKind::kPort, score, hint);
+            f.reason.subject.assign(key);
+            f.reason.evidence["state"] = port.state;
+            f.reason.evidence["phys_state"] = port.phys_state;
+            return f;
+        };
+        const std::string_view phys = port.phys_state.empty() ? std::string_view("?") : port.phys_state;
         const bool polling = port.phys_state == "Polling" || port.phys_state == "LinkErrorRecovery";
         if (h.was_active || polling) {
-            out.push_back(make_finding("fabric_port_down", "fabric", "critical", kLabelFailRisk, key,
-                                       SubjectKind::kPort,
-                                       key + ": port is " + port.state + " (" +
-                                           (port.phys_state.empty() ? "?" : port.phys_state) + ")" +
-                                           (h.was_active ? " after being ACTIVE in this step"
-                                                         : " — cable in but the link does not train") +
-                                           "; traffic over it has stopped",
-                                       std::move(ev), 2, "network"));
+            Finding& f = add_port("fabric_port_down", "critical", kLabelFailRisk, 2, "network");
+            append_parts(
+                f.reason.message, key, ": port is ", port.state, " (", phys, ")",
+                h.was_active ? " after being ACTIVE in this step" : " — cable in but the link does not train",
+                "; traffic over it has stopped");
         } else if (auto busy = busy_siblings(in, port); !busy.empty()) {
             // Down before the step, but its siblings carry the job's traffic: a compute rail is missing
             // and every collective on this node runs on fewer rails (SLOW, whenever it went down).
             std::string names;
             for (const auto* p : busy) names += (names.empty() ? "" : ", ") + p->key();
-            ev["busy_sibling_ports"] = names;
-            ev["ports_same_link_layer"] = static_cast<double>(
+            Finding& f = add_port("fabric_rail_down", "warning", kLabelSlow, 1.5, "network");
+            append_parts(f.reason.message, key, ": port ", port.state, " (", phys,
+                         ") since the step started while ", std::to_string(busy.size()), " sibling ",
+                         port.link_layer, " port(s) carry traffic (", names,
+                         ") — a rail is missing, collectives on this node run on the remaining ones");
+            f.reason.evidence["busy_sibling_ports"] = std::move(names);
+            f.reason.evidence["ports_same_link_layer"] = static_cast<double>(
                 std::count_if(in.cur.rdma.begin(), in.cur.rdma.end(),
                               [&](const RdmaPort& p) { return p.link_layer == port.link_layer; }));
-            out.push_back(make_finding(
-                "fabric_rail_down", "fabric", "warning", kLabelSlow, key, SubjectKind::kPort,
-                key + ": port " + port.state + " (" + (port.phys_state.empty() ? "?" : port.phys_state) +
-                    ") since the step started while " + std::to_string(busy.size()) + " sibling " +
-                    port.link_layer + " port(s) carry traffic (" + names +
-                    ") — a rail is missing, collectives on this node run on the remaining ones",
-                std::move(ev), 1.5, "network"));
         } else if (!in.rates && std::any_of(in.cur.rdma.begin(), in.cur.rdma.end(), [&](const RdmaPort& p) {
                        return &p != &port && p.state == "ACTIVE" && p.link_layer == port.link_layer;
                    })) {
             continue;  // rail or unused port: the siblings' traffic tells, from the second sample on
         } else {
-            out.push_back(make_finding("fabric_port_inactive", "fabric", "info", kLabelFast, key,
-                                       SubjectKind::kPort,
-                                       key + ": port " + port.state + " (" + port.phys_state +
-                                           ") since the step started — not cabled or not used",
-                                       std::move(ev), 1));
+            Finding& f = add_port("fabric_port_inactive", "info", kLabelFast, 1, "");
+            append_parts(f.reason.message, key, ": port ", port.state, " (", port.phys_state,
+                         ") since the step started — not cabled or not used");
         }
     }
 }

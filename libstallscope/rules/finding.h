@@ -71,7 +71,8 @@ struct Finding {
 class Findings {
   public:
     // The next finding, its fixed fields set (strings copied into the slot's storage), subject and message
-    // empty, evidence empty, since 0, refresh false: the rule writes the rest.
+    // empty, evidence empty, since 0, refresh false: the rule writes the rest. The reference is good until
+    // the next add() or push_back().
     Finding& add(const char* code, const char* category, const char* severity, const char* label,
                  SubjectKind kind, double score = 1, const char* hint = "");
     void push_back(Finding&& f);  // a finding built whole

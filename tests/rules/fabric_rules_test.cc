@@ -312,3 +312,68 @@ TEST_CASE("A port's rows resolved once per sample are those the rules would look
     }
     CHECK(fired > 0);  // link_downed moved: the flap rule fires
 }
+
+// The port findings are written into kept slots (Findings::add) since they fire every sample while a
+// port is down or the fabric congested: their whole text and evidence, pinned as make_finding wrote them.
+TEST_CASE("port state and congestion findings: whole message and evidence, sample after sample") {
+    const auto two_ports = [](double t, std::uint64_t moved, const std::string& second_state) {
+        Snapshot s = at(t);
+        s.rdma.push_back(
+            port("mlx5_0", counters({{"rp_cnp_handled", moved * 2}, {"np_ecn_marked_roce_packets", moved}}),
+                 counters({{"port_rcv_packets", moved}, {"port_xmit_data", moved}})));
+        s.rdma.push_back(port("mlx5_1", {}, {}, second_state));
+        return s;
+    };
+    const auto text = [](const Evidence& ev) {
+        std::string s;
+        for (const auto& [key, value] : ev)
+            s += key + "=" +
+                 (value.index() == 0 ? fmt_num(std::get<double>(value)) : std::get<std::string>(value)) + ";";
+        return s;
+    };
+    PortStateRule rail, down;
+    Findings out;
+    for (int i = 0; i < 3; ++i) {
+        CAPTURE(i);
+        const Snapshot prev = two_ports(i * 10, i * 100000, "DOWN"),
+                       cur = two_ports(i * 10 + 10, (i + 1) * 100000, "DOWN");
+        const Rates rates = compute_rates(prev, cur);
+        const RuleInput in{cur, &prev, &rates, Thresholds{}};
+        out.clear();
+        rail.evaluate(in, out);
+        rdma_congestion_rule(in, out);
+        REQUIRE(out.size() == 2);
+        CHECK(out[0].reason.code == "fabric_rail_down");
+        CHECK(out[0].reason.message ==
+              "mlx5_1/1: port DOWN (Disabled) since the step started while 1 sibling Ethernet port(s) carry "
+              "traffic (mlx5_0/1) — a rail is missing, collectives on this node run on the remaining ones");
+        CHECK(text(out[0].reason.evidence) ==
+              "busy_sibling_ports=mlx5_0/1;phys_state=Disabled;ports_same_link_layer=2;state=DOWN;");
+        CHECK(out[1].reason.message ==
+              "mlx5_0/1: 20000 CNPs/s handled (threshold 500/s) — RoCE congestion control is slowing this "
+              "host's senders; 10000 ECN-marked packets/s received (threshold 500/s) — the fabric path into "
+              "this host is congested");
+        CHECK(text(out[1].reason.evidence) ==
+              "cnp_handled_per_s_threshold=500;direction=both;ecn_marked_per_s_threshold=500;interval_"
+              "seconds=10;"
+              "np_ecn_marked_roce_packets_per_s=10000;rp_cnp_handled_per_s=20000;");
+        CHECK(out[1].score == 40);
+    }
+    Snapshot up = two_ports(0, 0, "ACTIVE"), gone = two_ports(10, 0, "DOWN");
+    gone.rdma[1].phys_state = "Polling";
+    out.clear();
+    down.evaluate(RuleInput{up, nullptr, nullptr, Thresholds{}}, out);
+    down.evaluate(RuleInput{gone, nullptr, nullptr, Thresholds{}}, out);
+    REQUIRE(out.size() == 1);
+    CHECK(out[0].reason.message ==
+          "mlx5_1/1: port is DOWN (Polling) after being ACTIVE in this step; traffic over it has stopped");
+    CHECK(text(out[0].reason.evidence) == "phys_state=Polling;state=DOWN;");
+    PortStateRule inactive;
+    out.clear();
+    Snapshot unused = two_ports(0, 0, "DOWN");
+    unused.rdma[1].link_layer = "InfiniBand";
+    inactive.evaluate(RuleInput{unused, nullptr, nullptr, Thresholds{}}, out);
+    REQUIRE(out.size() == 1);
+    CHECK(out[0].reason.message ==
+          "mlx5_1/1: port DOWN (Disabled) since the step started — not cabled or not used");
+}
