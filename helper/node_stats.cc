@@ -109,7 +109,9 @@ void NodeStatsAccumulator::add_ports(const Rates& r, const Snapshot& s) {
         const auto* c = row_of(r.rdma_counters, key_);
         const auto* hw = row_of(r.rdma_hw_counters, key_);
         double rx = 0, tx = 0;
-        if (sum_of(c, {"port_rcv_data"}, rx) | sum_of(c, {"port_xmit_data"}, tx)) acc.data_seen = true;
+        const bool rx_seen = sum_of(c, {"port_rcv_data"}, rx);  // both read: no short-circuit
+        const bool tx_seen = sum_of(c, {"port_xmit_data"}, tx);
+        if (rx_seen || tx_seen) acc.data_seen = true;
         acc.rx_bytes += 4 * rx, acc.tx_bytes += 4 * tx;
         acc.cnp_seen |= sum_of(hw, {"np_cnp_sent", "rp_cnp_handled"}, acc.cnp);
         acc.ecn_seen |= sum_of(hw, {"np_ecn_marked_roce_packets"}, acc.ecn);
