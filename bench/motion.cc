@@ -66,6 +66,23 @@ void step_sample(Snapshot& s, Motion& m) {
     if (s.host_stats.mem_available_bytes) *s.host_stats.mem_available_bytes -= m.pick(64 << 20);
 }
 
+void make_sick(Snapshot& s, Motion& m) {
+    const auto grow = [&](Counter& c, double rate) {
+        if (!c) c = 0;  // a port without the counter: it has it now
+        m.grow(c, rate);
+    };
+    for (std::size_t i = 0; i + 1 < s.rdma.size(); ++i) grow(s.rdma[i].hw_counters["rp_cnp_handled"], 2000);
+    if (s.rdma.size() >=
+        2) {  // down (step_sample still moves its traffic counters; its state is what is judged)
+        s.rdma.back().state = "DOWN";
+        s.rdma.back().phys_state = "Disabled";
+    }
+    if (s.gpus.size() >= 2) {
+        s.gpus[1].throttle_reasons_mask = 0x40;  // HW thermal slowdown (NVML clocks-event reasons)
+        s.gpus[1].remapped_rows_pending = 1;
+    }
+}
+
 void CounterMotion::apply(Snapshot& s) {
     std::size_t i = 0;
     auto move = [&](Counter& c, double rate) {

@@ -27,6 +27,13 @@ struct Motion {
 // temperature, SM clock and memory wander, load1 and MemAvailable move.
 void step_sample(Snapshot& s, Motion& m);
 
+// A sick node on top of step_sample, so that findings fire every sample as they do on a node that is
+// sick all day: CNPs handled on every RDMA port (fabric congestion, this host's senders slowed; not an
+// ECN counter: step_sample moves every "packets" counter at line rate), the last port down while its siblings
+// carry traffic (a missing rail), GPU 1 in HW thermal slowdown with a row remap pending. Constant faults:
+// they add no information beyond the CNP counts.
+void make_sick(Snapshot& s, Motion& m);
+
 // For samples read from a fixture tree whose files never change (bench/sample_cost): every netdev and
 // RDMA byte/packet/data counter grows by a rate with noise, kept as offsets added to what the files say,
 // as a busy node's counters would. No allocation once the offsets are sized.

@@ -2,9 +2,10 @@
 // (zstd change records), same samples, same run (ARCHITECTURE.md "Performance targets": <= 512 B per
 // sample on dgx-h100 with moving counters; replay >= 1 M samples/s on vm, >= 200 k/s on dgx-h100).
 //
-//   ninja -C build bench/replay_throughput && build/bench/replay_throughput [samples] [node-dir]
+//   ninja -C build bench/replay_throughput && build/bench/replay_throughput [samples] [node-dir] [--sick]
 //   (default 20 000 samples of fixtures/nodes/vm; the node's nvml.json, or fixtures/nvml/throttled.json,
-//   through the fake NVML when it is built)
+//   through the fake NVML when it is built; --sick: bench::make_sick on every sample, so findings fire
+//   every sample as on a node sick all day: the dearer case for replay)
 //
 // The timeline is generated with the library the helper uses: one real sample of the fixture node, then
 // `samples` samples 1 s apart in which traffic moves on every interface, RDMA port and GPU (counters grow
@@ -37,6 +38,8 @@
 using namespace stallscope;
 using stallscope::bench::Motion;
 using stallscope::bench::step_sample;
+
+bool g_sick = false;  // --sick: bench::make_sick after every step_sample
 
 namespace {
 
@@ -111,6 +114,7 @@ double write_timeline(const Format& f, const Snapshot& base, long samples) {
     double writing = 0;
     for (long i = 0; i < samples; ++i) {
         step_sample(s, motion);
+        if (g_sick) bench::make_sick(s, motion);
         const Profile profile = profiler.observe(s);
         const double t0 = process_cpu();
         w.append_sample(s, profile, error);
@@ -196,8 +200,16 @@ double file_size(const std::string& path) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    const long samples = argc > 1 ? std::atol(argv[1]) : 20'000;
-    const std::string node = argc > 2 ? argv[2] : std::string(STALLSCOPE_SOURCE_DIR) + "/fixtures/nodes/vm";
+    std::vector<std::string> args;
+    for (int i = 1; i < argc; ++i) {
+        if (std::string(argv[i]) == "--sick")
+            g_sick = true;
+        else
+            args.emplace_back(argv[i]);
+    }
+    const long samples = args.size() > 0 ? std::atol(args[0].c_str()) : 20'000;
+    const std::string node =
+        args.size() > 1 ? args[1] : std::string(STALLSCOPE_SOURCE_DIR) + "/fixtures/nodes/vm";
     const std::string binary =
         std::getenv("STALLSCOPE_BIN") ? std::getenv("STALLSCOPE_BIN") : STALLSCOPE_BINARY;
     const std::string fake_nvml = FAKE_NVML_PATH;
@@ -221,7 +233,10 @@ int main(int argc, char** argv) {
     {
         Snapshot probe = base;
         Motion motion;
-        for (int i = 0; i < 10; ++i) step_sample(probe, motion);
+        for (int i = 0; i < 10; ++i) {
+            step_sample(probe, motion);
+            if (g_sick) bench::make_sick(probe, motion);
+        }
         entropy_bytes = motion.bits / 10 / 8;
     }
 
@@ -231,8 +246,11 @@ int main(int argc, char** argv) {
                         {TimelineFormat::zstd_v2, "v2 .jsonl.zst", dir + "/timeline.0.bench.jsonl.zst"}};
     std::printf(
         "%ld samples of %s (%zu GPUs, %zu interfaces, %zu RDMA ports, %zu numeric series), 1 s apart, "
-        "traffic moving on every interface, port and GPU\n\n",
-        samples, node.c_str(), base.gpus.size(), base.interfaces.size(), base.rdma.size(), series);
+        "traffic moving on every interface, port and GPU%s\n\n",
+        samples, node.c_str(), base.gpus.size(), base.interfaces.size(), base.rdma.size(), series,
+        g_sick ? "; sick (--sick): congestion on every RDMA port, the last port down, GPU 1 in HW thermal "
+                 "slowdown with a row remap pending"
+               : "");
     std::printf("%-14s %10s %12s %14s %14s %14s\n", "format", "B/sample", "write us/smp", "replay smp/s",
                 "read smp/s", "peak RSS MiB");
     double observe_rate = 0;
