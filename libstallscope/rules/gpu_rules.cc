@@ -22,7 +22,7 @@ void gpu_low_utilization_rule(const RuleInput& in, Findings& out) {
     if (n == 0) return;
     const double mean = sum / n;
     if (mean >= in.t.gpu_util_low_pct) return;
-    // An under-fed job's GPUs are under-fed all day: the finding is written into the slot of the last one.
+    // An under-fed job's GPUs are under-fed all day: written into a kept slot (Findings::add).
     Finding& f = out.add("gpu_low_utilization", "gpu", "warning", kLabelSlow, SubjectKind::kOther,
                          in.t.gpu_util_low_pct / std::max(mean, 1.0));
     f.reason.subject.assign("gpus");
@@ -82,7 +82,7 @@ void gpu_ecc_rule(const RuleInput& in, Findings& out) {
                 f.reason.evidence["ecc_uncorrected_delta"] = static_cast<double>(d->delta);
             }
         }
-        // Both stay until the GPU is reset: every sample of the job, written into the same slot.
+        // Both stay until the GPU is reset: every sample of the job, written into a kept slot.
         Finding* f = nullptr;
         if (g.remapped_rows_failure.value_or(0) > 0) {
             f = &out.add("gpu_row_remap_failure", "gpu", "critical", kLabelFailRisk, SubjectKind::kGpu, 3);

@@ -149,7 +149,7 @@ void HwSlowdownRule::evaluate(const RuleInput& in, Findings& out) {
         }
         for (const Hit& x : h) {
             const Gpu& g = *x.gpu;
-            // A throttled GPU is throttled all day: this finding is written into last sample's slot.
+            // A throttled GPU is throttled all day: written into a kept slot (Findings::add).
             Finding& f = out.add(k.code, "gpu", "warning", kLabelSlow, SubjectKind::kGpu,
                                  x.share / std::max(in.t.hw_slowdown_min_share, 1e-9), "compute");
             gpu_key_into(g, f.reason.subject);
