@@ -72,8 +72,8 @@ void make_sick(Snapshot& s, Motion& m) {
         m.grow(c, rate);
     };
     for (std::size_t i = 0; i + 1 < s.rdma.size(); ++i) grow(s.rdma[i].hw_counters["rp_cnp_handled"], 2000);
-    if (s.rdma.size() >=
-        2) {  // down (step_sample still moves its traffic counters; its state is what is judged)
+    if (s.rdma.size() >= 2) {
+        // Down; step_sample still moves its traffic counters, but the rules judge a port by its state.
         s.rdma.back().state = "DOWN";
         s.rdma.back().phys_state = "Disabled";
     }

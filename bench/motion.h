@@ -28,7 +28,7 @@ struct Motion {
 void step_sample(Snapshot& s, Motion& m);
 
 // A sick node on top of step_sample, so that findings fire every sample as they do on a node that is
-// sick all day: CNPs handled on every RDMA port (fabric congestion, this host's senders slowed; not an
+// sick all day: CNPs handled on every RDMA port but the last (fabric congestion, senders slowed; not an
 // ECN counter: step_sample moves every "packets" counter at line rate), the last port down while its siblings
 // carry traffic (a missing rail), GPU 1 in HW thermal slowdown with a row remap pending. Constant faults:
 // they add no information beyond the CNP counts.

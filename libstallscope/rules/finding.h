@@ -63,10 +63,11 @@ struct Finding {
 };
 
 // The findings of one sample, in the order the rules add them. clear() keeps every Finding it held, with
-// the storage of its strings and evidence: a rule that fires every sample (a GPU throttled or with a row
-// remap pending: every second of a days-long job) writes the same slot again through add() and allocates
-// nothing, where a Finding built whole (make_finding) allocated its code, subject, message and evidence
-// anew each time (~7 allocations a GPU finding; a third of the vm replay's time, with two of them).
+// the storage of its strings and evidence table: a rule that fires every sample (a GPU throttled or with a
+// row remap pending: every second of a days-long job) writes into a kept slot through add(), where a
+// Finding built whole (make_finding) allocated its code, subject, message and evidence anew each time
+// (~7 allocations a GPU finding; two such rules were a third of the vm bench's replay). What add() still
+// allocates: evidence values that are long strings (a uuid), as the emptied table's entries are new.
 // Rules that fire rarely may keep push_back(make_finding(...)).
 class Findings {
   public:
