@@ -31,11 +31,14 @@ void host_pressure_rule(const RuleInput& in, Findings& out) {
     };
     for (const auto& c : checks) {
         if (!c.value || *c.value < c.threshold || *c.value <= 0) continue;
-        out.push_back(make_finding(
-            c.code, "system", "warning", kLabelSlow, "host", SubjectKind::kHost,
-            "host: " + fmt_num(*c.value) + " % " + c.what + " (threshold " + fmt_num(c.threshold) + " %)",
-            Evidence{{"avg10_pct", *c.value}, {"threshold_pct", c.threshold}},
-            *c.value / std::max(c.threshold, 1e-9), c.hint));
+        // Pressure lasts as long as the job's memory or I/O need does: written into a kept slot.
+        Finding& f = out.add(c.code, "system", "warning", kLabelSlow, SubjectKind::kHost,
+                             *c.value / std::max(c.threshold, 1e-9), c.hint);
+        f.reason.subject.assign("host");
+        append_parts(f.reason.message, "host: ", fmt_num(*c.value), " % ", c.what, " (threshold ",
+                     fmt_num(c.threshold), " %)");
+        f.reason.evidence["avg10_pct"] = *c.value;
+        f.reason.evidence["threshold_pct"] = c.threshold;
     }
 }
 
@@ -45,13 +48,15 @@ void host_memory_low_rule(const RuleInput& in, Findings& out) {
     const double pct =
         static_cast<double>(*h.mem_available_bytes) / static_cast<double>(*h.mem_total_bytes) * 100;
     if (pct > in.t.mem_available_low_pct) return;
-    out.push_back(make_finding("host_memory_low", "system", "warning", kLabelSlow, "host", SubjectKind::kHost,
-                               "host: only " + fmt_num(pct) + " % of memory available (threshold " +
-                                   fmt_num(in.t.mem_available_low_pct) + " %) — OOM kills are next",
-                               Evidence{{"mem_available_pct", pct},
-                                        {"mem_available_bytes", static_cast<double>(*h.mem_available_bytes)},
-                                        {"threshold_pct", in.t.mem_available_low_pct}},
-                               in.t.mem_available_low_pct / std::max(pct, 0.1), "memory"));
+    Finding& f = out.add("host_memory_low", "system", "warning", kLabelSlow, SubjectKind::kHost,
+                         in.t.mem_available_low_pct / std::max(pct, 0.1), "memory");
+    f.reason.subject.assign("host");
+    append_parts(f.reason.message, "host: only ", fmt_num(pct), " % of memory available (threshold ",
+                 fmt_num(in.t.mem_available_low_pct), " %) — OOM kills are next");
+    Evidence& ev = f.reason.evidence;
+    ev["mem_available_pct"] = pct;
+    ev["mem_available_bytes"] = static_cast<double>(*h.mem_available_bytes);
+    ev["threshold_pct"] = in.t.mem_available_low_pct;
 }
 
 void host_oom_rule(const RuleInput& in, Findings& out) {
@@ -74,17 +79,18 @@ void BlockedProcessesRule::evaluate(const RuleInput& in, Findings& out) {
     }
     if (run_++ == 0) since_ = in.cur.time;
     if (run_ < static_cast<int>(in.t.procs_blocked_min_samples)) return;
-    Finding f = make_finding(
-        "host_blocked_processes", "system", "warning", kLabelSlow, "host", SubjectKind::kHost,
-        "host: " + std::to_string(*blocked) + " processes in uninterruptible sleep (D state) for " +
-            std::to_string(run_) + " samples (threshold " + fmt_num(in.t.procs_blocked_max) +
-            ") — a filesystem or device is hanging",
-        Evidence{{"procs_blocked", static_cast<double>(*blocked)},
-                 {"samples", static_cast<double>(run_)},
-                 {"threshold", in.t.procs_blocked_max}},
-        static_cast<double>(*blocked) / std::max(in.t.procs_blocked_max, 1.0));
+    Finding& f = out.add("host_blocked_processes", "system", "warning", kLabelSlow, SubjectKind::kHost,
+                         static_cast<double>(*blocked) / std::max(in.t.procs_blocked_max, 1.0));
+    f.reason.subject.assign("host");
+    append_parts(f.reason.message, "host: ", std::to_string(*blocked),
+                 " processes in uninterruptible sleep (D state) for ", std::to_string(run_),
+                 " samples (threshold ", fmt_num(in.t.procs_blocked_max),
+                 ") — a filesystem or device is hanging");
+    Evidence& ev = f.reason.evidence;
+    ev["procs_blocked"] = static_cast<double>(*blocked);
+    ev["samples"] = static_cast<double>(run_);
+    ev["threshold"] = in.t.procs_blocked_max;
     f.since = since_;
-    out.push_back(std::move(f));
 }
 
 void collector_failure_rule(const RuleInput& in, Findings& out) {
@@ -108,38 +114,62 @@ std::size_t measured_gpus(const Snapshot& s) {
         s.gpus.begin(), s.gpus.end(), [](const Gpu& g) { return g.utilization_pct.has_value(); }));
 }
 
+namespace {
+
+// Whether `text` holds `needle` (lowercase ASCII) in any case, without a lowered copy of `text`.
+bool contains_any_case(std::string_view text, std::string_view needle) {
+    return std::search(text.begin(), text.end(), needle.begin(), needle.end(), [](char c, char n) {
+               return std::tolower(static_cast<unsigned char>(c)) == n;
+           }) != text.end();
+}
+
+}  // namespace
+
 void gpu_telemetry_rule(const RuleInput& in, Findings& out) {
     const std::size_t allocated = allocated_gpus(in.cur), measured = measured_gpus(in.cur);
     if (measured >= allocated) return;
-    std::string unmeasured;  // GPUs the sampler saw without a utilization value
-    for (const auto& g : in.cur.gpus)
-        if (!g.utilization_pct) unmeasured += (unmeasured.empty() ? "" : ", ") + gpu_name(g);
+    const bool none = measured == 0;
+    // A node whose driver or NVML is missing misses its GPUs in every sample: written into a kept slot.
+    Finding& f = out.add("gpu_telemetry_missing", "telemetry", "warning", none ? kLabelUnknown : kLabelFast,
+                         SubjectKind::kOther, 1);
+    f.reason.subject.assign("gpus");
+    std::string& m = f.reason.message;
+    append_parts(m, "GPUs measured: ", std::to_string(measured), " of ", std::to_string(allocated),
+                 " allocated — ");
+    const std::size_t what = m.size();  // what is missing, then why
     const std::size_t unseen = allocated - in.cur.gpus.size();
-    std::string what;
-    if (unseen > 0) what = std::to_string(unseen) + " allocated GPU(s) not visible to the GPU collector";
-    if (!unmeasured.empty()) what += (what.empty() ? "" : "; ") + ("no utilization for " + unmeasured);
-    Evidence ev{{"gpus_allocated", static_cast<double>(allocated)},
-                {"gpus_seen", static_cast<double>(in.cur.gpus.size())},
-                {"gpus_measured", static_cast<double>(measured)}};
-    if (!unmeasured.empty()) ev["unmeasured_gpus"] = unmeasured;
+    if (unseen > 0)
+        append_parts(m, std::to_string(unseen), " allocated GPU(s) not visible to the GPU collector");
+    Evidence& ev = f.reason.evidence;
+    ev["gpus_allocated"] = static_cast<double>(allocated);
+    ev["gpus_seen"] = static_cast<double>(in.cur.gpus.size());
+    ev["gpus_measured"] = static_cast<double>(measured);
+    std::size_t unmeasured = 0;  // where the names of the GPUs seen without a utilization value start
+    for (const auto& g : in.cur.gpus) {
+        if (g.utilization_pct) continue;
+        if (unmeasured == 0) {
+            append_parts(m, m.size() > what ? "; " : "", "no utilization for ");
+            unmeasured = m.size();
+        } else {
+            m += ", ";
+        }
+        m += gpu_name(g);
+    }
+    if (unmeasured > 0) ev["unmeasured_gpus"] = m.substr(unmeasured);
     // The collector's own words for why (NVML not loadable, Not Supported), when it left a warning.
     for (const auto& w : in.cur.warnings) {
-        std::string lower;
-        for (char c : w) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-        if (lower.find("nvml") != std::string::npos || lower.find("gpu") != std::string::npos ||
-            lower.find("nvidia") != std::string::npos) {
+        if (contains_any_case(w, "nvml") || contains_any_case(w, "gpu") || contains_any_case(w, "nvidia")) {
             ev["collector_warning"] = w.substr(0, 200);
-            what += " (" + (w.size() > 160 ? w.substr(0, 157) + "..." : w) + ")";
+            m += " (";
+            if (w.size() > 160)
+                append_parts(m, std::string_view(w).substr(0, 157), "...");
+            else
+                m += w;
+            m += ")";
             break;
         }
     }
-    const bool none = measured == 0;
-    out.push_back(make_finding(
-        "gpu_telemetry_missing", "telemetry", "warning", none ? kLabelUnknown : kLabelFast, "gpus",
-        SubjectKind::kOther,
-        "GPUs measured: " + std::to_string(measured) + " of " + std::to_string(allocated) + " allocated — " +
-            what + (none ? "; no verdict on the GPUs" : "; the verdict covers only the measured GPUs"),
-        std::move(ev), 1));
+    m += none ? "; no verdict on the GPUs" : "; the verdict covers only the measured GPUs";
 }
 
 void StaleTelemetryRule::track(Family& f, std::uint64_t fingerprint, double now) {

@@ -121,3 +121,76 @@ TEST_CASE("Stale RDMA telemetry: any one counter that moves or turns null restar
         CHECK(since == std::vector<double>{-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 180, 180, 180, 180});
     }
 }
+
+// Memory pressure, low memory, blocked processes and missing GPU telemetry fire every sample while their
+// condition lasts and are written into kept slots (Findings::add): their whole text and evidence, pinned
+// as make_finding wrote them, sample after sample into the same Findings.
+TEST_CASE("host and GPU telemetry findings: whole message and evidence, sample after sample") {
+    const auto text = [](const Evidence& ev) {
+        std::string s;
+        for (const auto& [key, value] : ev)
+            s += key + "=" +
+                 (value.index() == 0 ? fmt_num(std::get<double>(value)) : std::get<std::string>(value)) + ";";
+        return s;
+    };
+    BlockedProcessesRule blocked;
+    Findings out;
+    for (int i = 0; i < 6; ++i) {
+        CAPTURE(i);
+        Snapshot s = at(1000 + i * 10);
+        s.host_stats.psi.memory_full_avg10 = 25 + i;
+        s.host_stats.mem_total_bytes = 1000;
+        s.host_stats.mem_available_bytes = 30;
+        s.host_stats.procs_blocked = 40;
+        s.context.gpus = {"0", "1", "2", "3"};
+        s.gpus = {gpu(0, 90), gpu(1, 90)};
+        s.gpus[1].utilization_pct.reset();
+        s.warnings = {"nvidia-smi not found", "NVML: GPU 1 Not Supported for utilization"};
+        const RuleInput in{s, nullptr, nullptr, Thresholds{}};
+        out.clear();
+        host_pressure_rule(in, out);
+        host_memory_low_rule(in, out);
+        blocked.evaluate(in, out);
+        gpu_telemetry_rule(in, out);
+        REQUIRE(out.size() == (i >= 4 ? 4u : 3u));  // blocked from the 5th sample on
+        CHECK(out[0].reason.message ==
+              "host: " + std::to_string(25 + i) +
+                  " % of the time all tasks stalled on memory (PSI memory full avg10) — "
+                  "reclaim/swap is slowing the step (threshold 10 %)");
+        CHECK(text(out[0].reason.evidence) == "avg10_pct=" + std::to_string(25 + i) + ";threshold_pct=10;");
+        CHECK(out[1].reason.message ==
+              "host: only 3 % of memory available (threshold 5 %) — OOM kills are next");
+        CHECK(text(out[1].reason.evidence) == "mem_available_bytes=30;mem_available_pct=3;threshold_pct=5;");
+        const Finding& telemetry = out.back();
+        CHECK(telemetry.reason.message ==
+              "GPUs measured: 1 of 4 allocated — 2 allocated GPU(s) not visible to the GPU collector; no "
+              "utilization for GPU 1 (nvidia-smi not found); the verdict covers only the measured GPUs");
+        CHECK(text(telemetry.reason.evidence) ==
+              "collector_warning=nvidia-smi not "
+              "found;gpus_allocated=4;gpus_measured=1;gpus_seen=2;unmeasured_gpus="
+              "GPU 1;");
+        CHECK(telemetry.reason.label == kLabelFast);
+        if (i >= 4) {
+            CHECK(out[2].reason.message == "host: 40 processes in uninterruptible sleep (D state) for " +
+                                               std::to_string(i + 1) +
+                                               " samples (threshold 8) — a filesystem or device is hanging");
+            CHECK(text(out[2].reason.evidence) ==
+                  "procs_blocked=40;samples=" + std::to_string(i + 1) + ";threshold=8;");
+            CHECK(out[2].since == 1000);
+        }
+    }
+    // A long collector warning: cut to 157 characters and "..." in the message, 200 in the evidence.
+    Snapshot s = at(0);
+    s.context.gpus = {"0"};
+    s.warnings = {"NVML: " + std::string(300, 'x')};
+    out.clear();
+    gpu_telemetry_rule(RuleInput{s, nullptr, nullptr, Thresholds{}}, out);
+    REQUIRE(out.size() == 1);
+    CHECK(out[0].reason.label == kLabelUnknown);
+    CHECK(out[0].reason.message ==
+          "GPUs measured: 0 of 1 allocated — 1 allocated GPU(s) not visible to the GPU "
+          "collector (NVML: " +
+              std::string(151, 'x') + "...); no verdict on the GPUs");
+    CHECK(std::get<std::string>(out[0].reason.evidence.at("collector_warning")) ==
+          "NVML: " + std::string(194, 'x'));
+}
