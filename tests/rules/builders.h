@@ -144,4 +144,13 @@ inline double num(const Finding& f, const std::string& key) {
     return it == f.reason.evidence.end() ? -1 : std::get<double>(it->second);
 }
 
+// Evidence as "key=value;" in name order (numbers as messages write them): a whole table in one CHECK.
+inline std::string evidence_text(const Evidence& ev) {
+    std::string s;
+    for (const auto& [key, value] : ev)
+        s += key + "=" +
+             (value.index() == 0 ? fmt_num(std::get<double>(value)) : std::get<std::string>(value)) + ";";
+    return s;
+}
+
 }  // namespace stallscope::test

@@ -324,13 +324,6 @@ TEST_CASE("port state and congestion findings: whole message and evidence, sampl
         s.rdma.push_back(port("mlx5_1", {}, {}, second_state));
         return s;
     };
-    const auto text = [](const Evidence& ev) {
-        std::string s;
-        for (const auto& [key, value] : ev)
-            s += key + "=" +
-                 (value.index() == 0 ? fmt_num(std::get<double>(value)) : std::get<std::string>(value)) + ";";
-        return s;
-    };
     PortStateRule rail, down;
     Findings out;
     for (int i = 0; i < 3; ++i) {
@@ -347,13 +340,13 @@ TEST_CASE("port state and congestion findings: whole message and evidence, sampl
         CHECK(out[0].reason.message ==
               "mlx5_1/1: port DOWN (Disabled) since the step started while 1 sibling Ethernet port(s) carry "
               "traffic (mlx5_0/1) — a rail is missing, collectives on this node run on the remaining ones");
-        CHECK(text(out[0].reason.evidence) ==
+        CHECK(evidence_text(out[0].reason.evidence) ==
               "busy_sibling_ports=mlx5_0/1;phys_state=Disabled;ports_same_link_layer=2;state=DOWN;");
         CHECK(out[1].reason.message ==
               "mlx5_0/1: 20000 CNPs/s handled (threshold 500/s) — RoCE congestion control is slowing this "
               "host's senders; 10000 ECN-marked packets/s received (threshold 500/s) — the fabric path into "
               "this host is congested");
-        CHECK(text(out[1].reason.evidence) ==
+        CHECK(evidence_text(out[1].reason.evidence) ==
               "cnp_handled_per_s_threshold=500;direction=both;ecn_marked_per_s_threshold=500;interval_"
               "seconds=10;"
               "np_ecn_marked_roce_packets_per_s=10000;rp_cnp_handled_per_s=20000;");
@@ -367,7 +360,7 @@ TEST_CASE("port state and congestion findings: whole message and evidence, sampl
     REQUIRE(out.size() == 1);
     CHECK(out[0].reason.message ==
           "mlx5_1/1: port is DOWN (Polling) after being ACTIVE in this step; traffic over it has stopped");
-    CHECK(text(out[0].reason.evidence) == "phys_state=Polling;state=DOWN;");
+    CHECK(evidence_text(out[0].reason.evidence) == "phys_state=Polling;state=DOWN;");
     PortStateRule inactive;
     out.clear();
     Snapshot unused = two_ports(0, 0, "DOWN");

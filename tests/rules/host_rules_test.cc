@@ -126,13 +126,6 @@ TEST_CASE("Stale RDMA telemetry: any one counter that moves or turns null restar
 // condition lasts and are written into kept slots (Findings::add): their whole text and evidence, pinned
 // as make_finding wrote them, sample after sample into the same Findings.
 TEST_CASE("host and GPU telemetry findings: whole message and evidence, sample after sample") {
-    const auto text = [](const Evidence& ev) {
-        std::string s;
-        for (const auto& [key, value] : ev)
-            s += key + "=" +
-                 (value.index() == 0 ? fmt_num(std::get<double>(value)) : std::get<std::string>(value)) + ";";
-        return s;
-    };
     BlockedProcessesRule blocked;
     Findings out;
     for (int i = 0; i < 6; ++i) {
@@ -157,15 +150,17 @@ TEST_CASE("host and GPU telemetry findings: whole message and evidence, sample a
               "host: " + std::to_string(25 + i) +
                   " % of the time all tasks stalled on memory (PSI memory full avg10) — "
                   "reclaim/swap is slowing the step (threshold 10 %)");
-        CHECK(text(out[0].reason.evidence) == "avg10_pct=" + std::to_string(25 + i) + ";threshold_pct=10;");
+        CHECK(evidence_text(out[0].reason.evidence) ==
+              "avg10_pct=" + std::to_string(25 + i) + ";threshold_pct=10;");
         CHECK(out[1].reason.message ==
               "host: only 3 % of memory available (threshold 5 %) — OOM kills are next");
-        CHECK(text(out[1].reason.evidence) == "mem_available_bytes=30;mem_available_pct=3;threshold_pct=5;");
+        CHECK(evidence_text(out[1].reason.evidence) ==
+              "mem_available_bytes=30;mem_available_pct=3;threshold_pct=5;");
         const Finding& telemetry = out.back();
         CHECK(telemetry.reason.message ==
               "GPUs measured: 1 of 4 allocated — 2 allocated GPU(s) not visible to the GPU collector; no "
               "utilization for GPU 1 (nvidia-smi not found); the verdict covers only the measured GPUs");
-        CHECK(text(telemetry.reason.evidence) ==
+        CHECK(evidence_text(telemetry.reason.evidence) ==
               "collector_warning=nvidia-smi not "
               "found;gpus_allocated=4;gpus_measured=1;gpus_seen=2;unmeasured_gpus="
               "GPU 1;");
@@ -174,7 +169,7 @@ TEST_CASE("host and GPU telemetry findings: whole message and evidence, sample a
             CHECK(out[2].reason.message == "host: 40 processes in uninterruptible sleep (D state) for " +
                                                std::to_string(i + 1) +
                                                " samples (threshold 8) — a filesystem or device is hanging");
-            CHECK(text(out[2].reason.evidence) ==
+            CHECK(evidence_text(out[2].reason.evidence) ==
                   "procs_blocked=40;samples=" + std::to_string(i + 1) + ";threshold=8;");
             CHECK(out[2].since == 1000);
         }
