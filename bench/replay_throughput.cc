@@ -248,7 +248,8 @@ int main(int argc, char** argv) {
         "%ld samples of %s (%zu GPUs, %zu interfaces, %zu RDMA ports, %zu numeric series), 1 s apart, "
         "traffic moving on every interface, port and GPU%s\n\n",
         samples, node.c_str(), base.gpus.size(), base.interfaces.size(), base.rdma.size(), series,
-        g_sick ? "; sick (--sick): congestion on every RDMA port, the last port down, GPU 1 in HW thermal "
+        g_sick ? "; sick (--sick): congestion on every RDMA port but the last, which is down, GPU 1 in HW "
+                 "thermal "
                  "slowdown with a row remap pending"
                : "");
     std::printf("%-14s %10s %12s %14s %14s %14s\n", "format", "B/sample", "write us/smp", "replay smp/s",
