@@ -18,6 +18,9 @@ constexpr std::size_t kRawHistory = std::size_t{160} << 10;
 constexpr std::size_t kRawRead = std::size_t{512} << 10;
 constexpr std::size_t kSlice = 256;
 constexpr unsigned char kZstdMagic[4] = {0x28, 0xB5, 0x2F, 0xFD};
+// RFC 8878 3.1.1.2: a block starts with a 3-byte header. Between two blocks of a frame, what zstd asks for
+// next (ZSTD_decompressStream's hint) is exactly that header: the frame's input ended on a block boundary.
+constexpr std::size_t kBlockHeaderBytes = 3;
 
 std::string size_text(std::uint64_t bytes) {
     return bytes >= (1u << 20) ? std::to_string(bytes >> 20) + " MiB" : std::to_string(bytes) + " bytes";
@@ -183,10 +186,13 @@ TimelineInput::Fill TimelineInput::fill_zstd(char* to, std::size_t room, std::si
         }
         if (raw_pos_ == raw_end_) {
             if (raw_eof_) {
-                if (frame_open_)
+                // A frame still open after its last whole block is a helper still recording (`report` on a
+                // running job) or one stopped between two flushes: every sample it flushed was read, and
+                // the missing verdict line says the rest. Only a block cut short lost something.
+                if (frame_open_ && next_input_hint_ != kBlockHeaderBytes)
                     warn_(line_number_ + 1,
-                          "compressed stream ends inside a frame (helper killed mid-write?); its unfinished "
-                          "part is skipped");
+                          "compressed stream ends part-way through a block or the frame's checksum (helper "
+                          "killed mid-write, or still writing); the lines of a block cut short are skipped");
                 frame_open_ = false;
                 return Fill::eof;
             }

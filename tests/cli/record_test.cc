@@ -275,13 +275,37 @@ TEST_CASE("replay of a v2 timeline cut short (helper killed mid-write) warns and
     const std::string timeline = only_file(out, "timeline.0.");
     struct stat st {};
     REQUIRE(::stat(timeline.c_str(), &st) == 0);
-    REQUIRE(::truncate(timeline.c_str(), st.st_size - 7) == 0);  // the zstd frame loses its end
+    // The frame's end (an empty last block and a checksum: 7 bytes) and the tail of the block holding the
+    // verdict line: that block is cut short.
+    REQUIRE(::truncate(timeline.c_str(), st.st_size - 12) == 0);
     const auto replay = run_process({STALLSCOPE_EXE, "replay", timeline, "--json"});
     REQUIRE(replay.exit_code == 0);
     const Json rj = Json::parse(replay.out);
     CHECK(rj["samples"] == 3);
+    CHECK(rj["matches_recorded"].is_null());  // the verdict line was in the block cut short
     REQUIRE(rj["replay_warnings"].size() == 1);
-    CHECK(rj["replay_warnings"][0].get<std::string>().find("ends inside a frame") != std::string::npos);
+    CHECK(rj["replay_warnings"][0].get<std::string>().find("part-way through a block") != std::string::npos);
+}
+
+TEST_CASE("replay of a v2 timeline still being recorded reads every flushed sample and warns of nothing") {
+    const std::string out = make_temp_dir("live") + "/stallscope-4242";
+    REQUIRE(run_process(
+                {STALLSCOPE_EXE, "record", "--out-dir", out, "--interval-seconds", "0.05", "--count", "3"},
+                job_env("vm"))
+                .exit_code == 0);
+    const std::string timeline = only_file(out, "timeline.0.");
+    struct stat st {};
+    REQUIRE(::stat(timeline.c_str(), &st) == 0);
+    // Without the frame's end (7 bytes), the file is what a running helper (or one killed between two
+    // samples) leaves: every line in a whole, flushed block. `report` on a running job reads such files.
+    REQUIRE(::truncate(timeline.c_str(), st.st_size - 7) == 0);
+    const auto replay = run_process({STALLSCOPE_EXE, "replay", timeline, "--json"});
+    REQUIRE(replay.exit_code == 0);
+    const Json rj = Json::parse(replay.out);
+    CHECK(rj["samples"] == 3);
+    CHECK(rj["matches_recorded"] == true);
+    CHECK(rj["replay_warnings"].empty());
+    CHECK(replay.err.empty());
 }
 
 TEST_CASE(
