@@ -15,7 +15,9 @@
 //   2. `stallscope replay FILE` end to end (fork/exec): wall, CPU, peak RSS -> samples per CPU second;
 //   3. in a child of this process: visit_timeline alone (read + decompress + parse + the snapshot rebuilt;
 //      a v2 reader lends it, v1 hands over a new one), and the Profiler (rates + rules + the verdict)
-//      alone, called as replay calls it.
+//      alone, called as replay calls it;
+//   4. the v2 format's floor: the file decompressed in one zstd stream and every line parsed by simdjson,
+//      nothing applied: what any replay of this format costs at least, against the goals' budgets.
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -26,8 +28,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
+
+#include <simdjson.h>
+#include <zstd.h>
 
 #include "bench/motion.h"
 #include "libstallscope/rules/profiler.h"
@@ -192,6 +198,65 @@ InProcess measure_in_child(const Format& f) {
     return m;
 }
 
+// What the v2 format itself costs before a sample is applied, rates computed or a rule run: the whole file
+// decompressed in one stream (as `zstdcat`: no stop after every block, which the reader makes so a
+// damaged block cannot take the lines before it), then every decompressed line parsed by simdjson (DOM,
+// the reader's parser). CPU microseconds per sample of each, in a child (the text is held in memory).
+struct FormatFloor {
+    double zstd_us = 0, parse_us = 0;
+};
+
+FormatFloor measure_floor_in_child(const Format& f, long samples) {
+    int fds[2];
+    if (pipe(fds) != 0) return {};
+    const pid_t pid = fork();
+    if (pid == 0) {
+        std::ifstream file(f.path, std::ios::binary);
+        const std::string packed((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+        std::string text;
+        std::vector<char> chunk(ZSTD_DStreamOutSize());
+        ZSTD_DCtx* zstd = ZSTD_createDCtx();
+        // Timed: decompressing into one reused chunk (as a streaming reader does); then, untimed, the
+        // same again kept whole for the parse.
+        const auto decompress = [&](std::string* keep) {
+            ZSTD_DCtx_reset(zstd, ZSTD_reset_session_only);
+            ZSTD_inBuffer in{packed.data(), packed.size(), 0};
+            while (in.pos < in.size) {
+                ZSTD_outBuffer out{chunk.data(), chunk.size(), 0};
+                if (ZSTD_isError(ZSTD_decompressStream(zstd, &out, &in))) break;
+                if (keep) keep->append(chunk.data(), out.pos);
+            }
+        };
+        FormatFloor m;
+        const double z0 = process_cpu();
+        decompress(nullptr);
+        m.zstd_us = (process_cpu() - z0) / static_cast<double>(samples) * 1e6;
+        decompress(&text);
+        ZSTD_freeDCtx(zstd);
+        simdjson::dom::parser parser;
+        std::size_t parsed = 0;
+        const simdjson::padded_string padded(text);  // one padded copy: every line may be read past its end
+        const char* data = padded.data();
+        const double p0 = process_cpu();
+        for (std::size_t at = 0; at < text.size();) {
+            const std::size_t nl = std::min(text.find('\n', at), text.size());
+            simdjson::dom::element doc;
+            if (parser.parse(data + at, nl - at, false).get(doc) == simdjson::SUCCESS) ++parsed;
+            at = nl + 1;
+        }
+        m.parse_us = (process_cpu() - p0) / static_cast<double>(samples) * 1e6;
+        if (parsed < static_cast<std::size_t>(samples)) m = {};  // not the file the bench wrote
+        [[maybe_unused]] ssize_t n = write(fds[1], &m, sizeof m);
+        _exit(0);
+    }
+    ::close(fds[1]);
+    FormatFloor m;
+    if (read(fds[0], &m, sizeof m) != sizeof m) m = {};
+    ::close(fds[0]);
+    waitpid(pid, nullptr, 0);
+    return m;
+}
+
 double file_size(const std::string& path) {
     std::ifstream sizer(path, std::ios::binary | std::ios::ate);
     return static_cast<double>(sizer.tellg());
@@ -284,6 +349,16 @@ int main(int argc, char** argv) {
         "replay (stallscope replay, samples per CPU second): goal >= 1 000 000 (vm) / >= 200 000 "
         "(dgx-h100) per core; the Profiler alone (as replay calls it) %.0f samples/s on this node\n",
         observe_rate);
+    // The goals' budgets against what the format alone costs: a replay cannot be faster than this floor.
+    const FormatFloor floor = measure_floor_in_child(formats[1], samples);
+    const double floor_us = floor.zstd_us + floor.parse_us;
+    if (floor_us > 0)
+        std::printf(
+            "v2 format floor (no sample applied, no rate, no rule): zstd stream %.2f us + simdjson "
+            "parse %.2f us = %.2f us a sample, at most %.0f samples/s; of the goals' budgets (1.00 us "
+            "vm, 5.00 us dgx-h100) that is %.0f %% / %.0f %%\n",
+            floor.zstd_us, floor.parse_us, floor_us, 1e6 / floor_us, floor_us / 1.0 * 100,
+            floor_us / 5.0 * 100);
     if (std::getenv("STALLSCOPE_BENCH_KEEP")) {  // the generated timelines, for perf / callgrind
         std::printf("kept: %s\n", dir.c_str());
         return 0;
