@@ -189,8 +189,15 @@ bool TimelineWriter::append_sample(const Snapshot& snapshot, const Profile& prof
     line_.clear();
     encoder_.append_record(snapshot, line_);
     line_.push_back('\n');
-    // The last sample of a frame ends it; the next sample starts a new one with a full sample.
-    const bool last_in_frame = ++samples_in_frame_ >= samples_per_frame_;
+    // The last sample of a frame ends it; the next sample starts a new one with a full sample. The time a
+    // frame covers adds up the intervals that went forward, so a clock stepped back neither ends a frame
+    // nor holds one open for the hours it went back (a time that is not a number adds nothing).
+    if (samples_in_frame_ == 0)
+        frame_seconds_ = 0;
+    else if (snapshot.time > frame_last_time_)
+        frame_seconds_ += snapshot.time - frame_last_time_;
+    frame_last_time_ = snapshot.time;
+    const bool last_in_frame = ++samples_in_frame_ >= samples_per_frame_ || frame_seconds_ >= kFrameSeconds;
     if (!compress(line_, last_in_frame ? ZSTD_e_end : ZSTD_e_flush, error)) return false;
     if (last_in_frame) frame_started_ = false;  // the header once per file: readers keep it across frames
     maybe_sync();

@@ -10,8 +10,9 @@
 // sample lines that carry only what changed since the previous sample (snapshot_diff.h). Each line is
 // compressed and flushed (ZSTD_e_flush) into the file with one write(2), so a killed helper loses at most
 // the line in flight; `zstdcat FILE` gives JSON lines (`stallscope export FILE`: v1 lines). A new
-// frame with a full sample starts every kSamplesPerFrame samples and after a failed write, so damage costs
-// at most the rest of a frame.
+// frame with a full sample starts every kSamplesPerFrame samples or kFrameSeconds of sample time, whichever
+// comes first, and after a failed write, so damage costs at most the rest of a frame: an hour at 1 s, and
+// still an hour at the 30 s of a days-long job (by count alone, 30 hours).
 //
 // Raw counters are written, never rates: replay derives them exactly as the live profiler did. Files are
 // fdatasync'ed at most once a minute (a sync per second per node is real load on Lustre/NFS) and at close.
@@ -40,6 +41,8 @@ const char* timeline_suffix(TimelineFormat format);
 class TimelineWriter {
   public:
     static constexpr int kSamplesPerFrame = 3600;
+    // A frame also ends with the sample that brings the sample time it covers to this many seconds.
+    static constexpr double kFrameSeconds = 3600;
 
     explicit TimelineWriter(TimelineFormat format = TimelineFormat::jsonl_v1) : format_(format) {}
     ~TimelineWriter();
@@ -81,8 +84,10 @@ class TimelineWriter {
     bool frame_started_ = false;  // false: the next line starts a frame (header, full sample)
     int samples_in_frame_ = 0;
     int samples_per_frame_ = kSamplesPerFrame;
-    std::string header_line_;  // '\n'-terminated, "" until write_header
-    bool header_due_ = true;   // at the start of a file, and after a failed write
+    double frame_seconds_ = 0;    // sample time the frame covers so far (forward intervals only)
+    double frame_last_time_ = 0;  // sample time of the frame's last sample
+    std::string header_line_;     // '\n'-terminated, "" until write_header
+    bool header_due_ = true;      // at the start of a file, and after a failed write
     SnapshotDiffEncoder encoder_;
     std::string line_, compressed_;  // reused for every sample: no per-sample allocation once grown
 };

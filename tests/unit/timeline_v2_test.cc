@@ -338,6 +338,41 @@ TEST_CASE("the decompressed stream is plain JSON lines (what zstdcat | jq sees)"
     CHECK(full == 3);  // frames of 3: samples 1, 4, 7 are full
 }
 
+TEST_CASE("a days-long step sampled every 30 s starts a new frame every hour, not every 3 600 samples") {
+    const std::string dir = temp_dir();
+    auto written = moving(node_snapshot(std::string(STALLSCOPE_FIXTURES_DIR) + "/nodes/vm"), 250);
+    const double start = written.front().time;
+    // 30 s apart; at sample 200 the clock steps back an hour, then goes on 30 s apart.
+    for (std::size_t i = 0; i < written.size(); ++i)
+        written[i].time = start + 30.0 * static_cast<double>(i) - (i >= 200 ? 3630.0 : 0.0);
+    const auto read = write_then_read(written, dir + "/t.jsonl.zst");
+    check_same(read, written, written.size());
+    // Which samples open a frame (a full sample): the first, then the first after each hour of samples.
+    const std::string compressed = file_bytes(dir + "/t.jsonl.zst");
+    ZSTD_DCtx* dctx = ZSTD_createDCtx();
+    std::string text(1 << 16, '\0'), all;
+    ZSTD_inBuffer in{compressed.data(), compressed.size(), 0};
+    while (in.pos < in.size) {
+        ZSTD_outBuffer out{text.data(), text.size(), 0};
+        REQUIRE_FALSE(ZSTD_isError(ZSTD_decompressStream(dctx, &out, &in)));
+        all.append(text.data(), out.pos);
+    }
+    ZSTD_freeDCtx(dctx);
+    std::istringstream lines(all);
+    std::vector<int> full;
+    int sample = 0;
+    for (std::string line; std::getline(lines, line);) {
+        const Json j = Json::parse(line);
+        if (j["type"] != "sample") continue;
+        if (j.contains("full")) full.push_back(sample);
+        ++sample;
+    }
+    // Sample 120 is 3 600 s after sample 0 and ends the first frame. The second (from 121) has covered
+    // 2 340 s at 199; the step back adds nothing, each sample after it 30 s: 3 600 s at 242. A frame timed
+    // from its first sample's clock would run on past 249.
+    CHECK(full == std::vector<int>{0, 121, 243});
+}
+
 TEST_CASE("a killed helper: every cut of the file reads the samples before the cut, exactly") {
     const std::string dir = temp_dir();
     const auto written = moving(node_snapshot(std::string(STALLSCOPE_FIXTURES_DIR) + "/nodes/roce"), 10);
