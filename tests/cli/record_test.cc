@@ -266,8 +266,11 @@ TEST_CASE("replay skips a torn last line of a v1 timeline with a warning and sti
     CHECK(replay.err.find("torn last line") != std::string::npos);
 }
 
-TEST_CASE("replay of a v2 timeline cut short (helper killed mid-write) warns and keeps every sample before") {
-    const std::string out = make_temp_dir("torn2") + "/stallscope-4242";
+namespace {
+
+// A 3-sample v2 recording (helper stopped cleanly) with its last `cut` bytes taken off, replayed with --json.
+ProcessResult replay_of_cut_recording(const char* name, off_t cut) {
+    const std::string out = make_temp_dir(name) + "/stallscope-4242";
     REQUIRE(run_process(
                 {STALLSCOPE_EXE, "record", "--out-dir", out, "--interval-seconds", "0.05", "--count", "3"},
                 job_env("vm"))
@@ -275,11 +278,18 @@ TEST_CASE("replay of a v2 timeline cut short (helper killed mid-write) warns and
     const std::string timeline = only_file(out, "timeline.0.");
     struct stat st {};
     REQUIRE(::stat(timeline.c_str(), &st) == 0);
+    REQUIRE(::truncate(timeline.c_str(), st.st_size - cut) == 0);
+    auto replay = run_process({STALLSCOPE_EXE, "replay", timeline, "--json"});
+    REQUIRE(replay.exit_code == 0);
+    return replay;
+}
+
+}  // namespace
+
+TEST_CASE("replay of a v2 timeline cut short (helper killed mid-write) warns and keeps every sample before") {
     // The frame's end (an empty last block and a checksum: 7 bytes) and the tail of the block holding the
     // verdict line: that block is cut short.
-    REQUIRE(::truncate(timeline.c_str(), st.st_size - 12) == 0);
-    const auto replay = run_process({STALLSCOPE_EXE, "replay", timeline, "--json"});
-    REQUIRE(replay.exit_code == 0);
+    const auto replay = replay_of_cut_recording("torn2", 12);
     const Json rj = Json::parse(replay.out);
     CHECK(rj["samples"] == 3);
     CHECK(rj["matches_recorded"].is_null());  // the verdict line was in the block cut short
@@ -288,19 +298,9 @@ TEST_CASE("replay of a v2 timeline cut short (helper killed mid-write) warns and
 }
 
 TEST_CASE("replay of a v2 timeline still being recorded reads every flushed sample and warns of nothing") {
-    const std::string out = make_temp_dir("live") + "/stallscope-4242";
-    REQUIRE(run_process(
-                {STALLSCOPE_EXE, "record", "--out-dir", out, "--interval-seconds", "0.05", "--count", "3"},
-                job_env("vm"))
-                .exit_code == 0);
-    const std::string timeline = only_file(out, "timeline.0.");
-    struct stat st {};
-    REQUIRE(::stat(timeline.c_str(), &st) == 0);
     // Without the frame's end (7 bytes), the file is what a running helper (or one killed between two
     // samples) leaves: every line in a whole, flushed block. `report` on a running job reads such files.
-    REQUIRE(::truncate(timeline.c_str(), st.st_size - 7) == 0);
-    const auto replay = run_process({STALLSCOPE_EXE, "replay", timeline, "--json"});
-    REQUIRE(replay.exit_code == 0);
+    const auto replay = replay_of_cut_recording("live", 7);
     const Json rj = Json::parse(replay.out);
     CHECK(rj["samples"] == 3);
     CHECK(rj["matches_recorded"] == true);

@@ -108,6 +108,23 @@ std::string file_bytes(const std::string& path) {
     return {std::istreambuf_iterator<char>(in), {}};
 }
 
+// The whole file through one zstd stream, as `zstdcat` gives it (REQUIREs that it decompresses).
+std::string decompressed(const std::string& path) {
+    const std::string compressed = file_bytes(path);
+    ZSTD_DCtx* dctx = ZSTD_createDCtx();
+    std::string text(1 << 16, '\0'), all;
+    ZSTD_inBuffer in{compressed.data(), compressed.size(), 0};
+    while (in.pos < in.size) {
+        ZSTD_outBuffer out{text.data(), text.size(), 0};
+        const std::size_t ret = ZSTD_decompressStream(dctx, &out, &in);
+        if (ZSTD_isError(ret)) ZSTD_freeDCtx(dctx);
+        REQUIRE_FALSE(ZSTD_isError(ret));
+        all.append(text.data(), out.pos);
+    }
+    ZSTD_freeDCtx(dctx);
+    return all;
+}
+
 // Parts unchanged, one element changed, counters added, arrays that grow and shrink, nccl and the job
 // cgroup appearing and going: what the writer's per-part comparison and the reader's per-field re-reads
 // must both follow.
@@ -317,17 +334,7 @@ TEST_CASE("the decompressed stream is plain JSON lines (what zstdcat | jq sees)"
     const std::string dir = temp_dir();
     const auto written = moving(node_snapshot(std::string(STALLSCOPE_FIXTURES_DIR) + "/nodes/vm"), 8);
     write_then_read(written, dir + "/t.jsonl.zst", nullptr, 3);  // several frames: zstdcat concatenates
-    const std::string compressed = file_bytes(dir + "/t.jsonl.zst");
-    ZSTD_DCtx* dctx = ZSTD_createDCtx();
-    std::string text(1 << 16, '\0'), all;
-    ZSTD_inBuffer in{compressed.data(), compressed.size(), 0};
-    while (in.pos < in.size) {
-        ZSTD_outBuffer out{text.data(), text.size(), 0};
-        REQUIRE_FALSE(ZSTD_isError(ZSTD_decompressStream(dctx, &out, &in)));
-        all.append(text.data(), out.pos);
-    }
-    ZSTD_freeDCtx(dctx);
-    std::istringstream lines(all);
+    std::istringstream lines(decompressed(dir + "/t.jsonl.zst"));
     int samples = 0, full = 0;
     for (std::string line; std::getline(lines, line);) {
         const Json j = Json::parse(line);  // throws on anything but JSON
@@ -348,17 +355,7 @@ TEST_CASE("a days-long step sampled every 30 s starts a new frame every hour, no
     const auto read = write_then_read(written, dir + "/t.jsonl.zst");
     check_same(read, written, written.size());
     // Which samples open a frame (a full sample): the first, then the first after each hour of samples.
-    const std::string compressed = file_bytes(dir + "/t.jsonl.zst");
-    ZSTD_DCtx* dctx = ZSTD_createDCtx();
-    std::string text(1 << 16, '\0'), all;
-    ZSTD_inBuffer in{compressed.data(), compressed.size(), 0};
-    while (in.pos < in.size) {
-        ZSTD_outBuffer out{text.data(), text.size(), 0};
-        REQUIRE_FALSE(ZSTD_isError(ZSTD_decompressStream(dctx, &out, &in)));
-        all.append(text.data(), out.pos);
-    }
-    ZSTD_freeDCtx(dctx);
-    std::istringstream lines(all);
+    std::istringstream lines(decompressed(dir + "/t.jsonl.zst"));
     std::vector<int> full;
     int sample = 0;
     for (std::string line; std::getline(lines, line);) {
