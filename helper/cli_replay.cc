@@ -5,7 +5,6 @@
 // nothing when it is not a terminal.
 #include <dirent.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -17,6 +16,7 @@
 #include <thread>
 
 #include "helper/cli_args.h"
+#include "helper/progress_bar.h"
 #include "helper/replay_timeline.h"
 #include "helper/subcommands.h"
 #include "helper/text_output.h"
@@ -72,21 +72,6 @@ std::uint64_t total_bytes(const std::vector<std::string>& paths) {
             total += static_cast<std::uint64_t>(st.st_size);
     }
     return total;
-}
-
-// "[#########.........]  45%  1.2 of 2.6 GiB  3/8 files  ETA 0:12", redrawn in place.
-void draw_progress(std::uint64_t done, std::uint64_t total, std::size_t files_done, std::size_t files,
-                   double elapsed) {
-    const double fraction = total ? std::min(1.0, static_cast<double>(done) / static_cast<double>(total)) : 0;
-    char bar[31];
-    const int filled = static_cast<int>(fraction * 30);
-    for (int i = 0; i < 30; ++i) bar[i] = i < filled ? '#' : '.';
-    bar[30] = '\0';
-    const double eta = fraction > 0.01 ? elapsed * (1 - fraction) / fraction : 0;
-    std::fprintf(stderr, "\r[%s] %3.0f%%  %.1f of %.1f MiB  %zu/%zu files  ETA %d:%02d ", bar, fraction * 100,
-                 static_cast<double>(done) / 1048576, static_cast<double>(total) / 1048576, files_done, files,
-                 static_cast<int>(eta) / 60, static_cast<int>(eta) % 60);
-    std::fflush(stderr);
 }
 
 void print(const std::string& path, const Replayed& r, bool json) {
@@ -168,9 +153,8 @@ int run_replay(int argc, char** argv, int first) {
 
     // Results in the order given, each as soon as it and those before it are done; on a terminal the
     // progress bar is redrawn between them (every 200 ms).
-    const bool bar = ::isatty(STDERR_FILENO);
-    const std::uint64_t total = bar ? total_bytes(paths) : 0;
-    const auto start = std::chrono::steady_clock::now();
+    ProgressBar bar("files");
+    const std::uint64_t total = bar.active() ? total_bytes(paths) : 0;
     int failures = 0;
     for (std::size_t printed = 0; printed < paths.size();) {
         std::size_t ready = printed, finished = 0;
@@ -180,15 +164,13 @@ int run_replay(int argc, char** argv, int first) {
             while (ready < paths.size() && done[ready]) ++ready;
             finished = static_cast<std::size_t>(std::count(done.begin(), done.end(), 1));
         }
-        if (bar && total > 0 && ready > printed) std::fprintf(stderr, "\r%100s\r", "");
+        if (ready > printed) bar.clear();
         for (; printed < ready; ++printed) {
             print(paths[printed], results[printed], args.has("json"));
             if (!results[printed].ok) ++failures;
         }
         std::fflush(stdout);
-        if (bar && total > 0 && printed < paths.size())
-            draw_progress(bytes, total, finished, paths.size(),
-                          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+        if (total > 0 && printed < paths.size()) bar.draw(bytes, total, finished, paths.size());
     }
     for (auto& t : threads) t.join();
     // A file that cannot be read at all, or is not a timeline, is an error of the invocation.

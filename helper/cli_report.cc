@@ -5,6 +5,7 @@
 #include "helper/cli_args.h"
 #include "helper/html_report.h"
 #include "helper/job_report.h"
+#include "helper/progress_bar.h"
 #include "helper/subcommands.h"
 #include "helper/thresholds_option.h"
 #include "libstallscope/util/atomic_file.h"
@@ -29,7 +30,12 @@ int run_report(int argc, char** argv, int first) {
         if (!n || *n < 1 || *n > 1024) throw UsageError("--jobs must be a number of threads (1-1024)");
         options.threads = static_cast<unsigned>(*n);
     }
+    // On a terminal, a progress line while recordings load (a job without verdicts, or --rules, replays
+    // every timeline: minutes for a big or long job); erased before anything else is printed.
+    ProgressBar bar("recordings");
+    if (bar.active()) options.progress = progress_drawer(bar);
     const JobReport report = build_job_report(args.positional, options);
+    bar.clear();
     if (report.nodes.empty()) {
         for (const auto& w : report.warnings) std::fprintf(stderr, "stallscope: %s\n", printable(w).c_str());
         std::fprintf(stderr, "stallscope: report: no readable verdict or timeline\n");
@@ -37,7 +43,12 @@ int run_report(int argc, char** argv, int first) {
     }
     if (auto html = args.value("html")) {
         std::string error;
-        if (!write_html_report(report, args.positional, *html, error)) {
+        ProgressBar charting("timelines charted");
+        const bool written =
+            write_html_report(report, args.positional, *html, error,
+                              charting.active() ? progress_drawer(charting) : SeriesProgress{});
+        charting.clear();
+        if (!written) {
             std::fprintf(stderr, "stallscope: report: %s\n", printable(error).c_str());
             return 1;
         }

@@ -6,6 +6,7 @@
 
 #include "helper/cli_args.h"
 #include "helper/html_report_svg.h"
+#include "helper/progress_bar.h"
 #include "helper/subcommands.h"
 #include "libstallscope/util/atomic_file.h"
 #include "stallscope_config.h"
@@ -169,8 +170,8 @@ std::string html_report_page(const JobReport& report, const JobSeries& series) {
 }
 
 bool write_html_report(const JobReport& report, const std::vector<std::string>& inputs,
-                       const std::string& path, std::string& error) {
-    const JobSeries series = collect_job_series(report);
+                       const std::string& path, std::string& error, const SeriesProgress& progress) {
+    const JobSeries series = collect_job_series(report, 240, 0, progress);
     std::string page = html_report_page(report, series);
     std::string from;
     for (const auto& in : inputs) from += (from.empty() ? "" : ", ") + in;
@@ -186,14 +187,24 @@ int run_html(int argc, char** argv, int first) {
         throw UsageError("html needs a stallscope-<jobid> directory or timeline files");
     const auto out = args.has("o") ? args.value("o") : args.value("output");
     if (!out || out->empty()) throw UsageError("html needs -o FILE");
-    const JobReport report = build_job_report(args.positional);
+    // On a terminal, one progress line while the recordings load, another while their timelines are
+    // replayed for the charts; each erased when done.
+    ProgressBar loading("recordings");
+    JobReportOptions options;
+    if (loading.active()) options.progress = progress_drawer(loading);
+    const JobReport report = build_job_report(args.positional, options);
+    loading.clear();
     if (report.nodes.empty()) {
         for (const auto& w : report.warnings) std::fprintf(stderr, "stallscope: %s\n", w.c_str());
         std::fprintf(stderr, "stallscope: html: no readable timeline\n");
         return 1;
     }
     std::string error;
-    if (!write_html_report(report, args.positional, *out, error)) {
+    ProgressBar charting("timelines charted");
+    const bool written = write_html_report(report, args.positional, *out, error,
+                                           charting.active() ? progress_drawer(charting) : SeriesProgress{});
+    charting.clear();
+    if (!written) {
         std::fprintf(stderr, "stallscope: html: %s\n", error.c_str());
         return 1;
     }

@@ -1,10 +1,13 @@
 #include "helper/html_report_series.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <optional>
+#include <stdexcept>
 
+#include "helper/parallel_each.h"
 #include "libstallscope/model/rates.h"
 
 namespace stallscope::cli {
@@ -45,7 +48,8 @@ double BucketedSeries::max() const {
     return m;
 }
 
-JobSeries collect_job_series(const JobReport& report, std::size_t buckets) {
+JobSeries collect_job_series(const JobReport& report, std::size_t buckets, unsigned threads,
+                             const SeriesProgress& progress) {
     JobSeries job;
     // No more buckets than samples: a 10 s recording of 5 minutes has 30 points, not 240 with gaps.
     int most_samples = 1;
@@ -54,8 +58,14 @@ JobSeries collect_job_series(const JobReport& report, std::size_t buckets) {
     job.start_time = report.verdict.start_time;
     job.end_time = std::max(report.verdict.end_time, job.start_time + 1);
     job.bucket_seconds = (job.end_time - job.start_time) / static_cast<double>(job.buckets);
-    for (const auto& node : report.nodes) {
-        NodeSeries series;
+    // Every node's timeline replayed on its own thread (a big job's page waited for them one by one), each
+    // into its own slot: the page is the same with 1 thread or 64.
+    job.nodes.resize(report.nodes.size());
+    std::vector<std::string> errors(report.nodes.size());
+    std::atomic<std::uint64_t> bytes_read{0};
+    auto collect = [&](std::size_t i) {
+        const NodeRecording& node = report.nodes[i];
+        NodeSeries& series = job.nodes[i];
         series.host = node.host;
         // The profiler's own rates since the previous sample: nothing copied or computed twice.
         auto observe = [&](const Snapshot& s, const Rates* rates) {
@@ -87,12 +97,22 @@ JobSeries collect_job_series(const JobReport& report, std::size_t buckets) {
                 }
             }
         };
-        ReplayResult ignored;
-        std::string error;
-        if (!replay_timeline(node.timeline_path, std::nullopt, false, ignored, error, observe))
-            job.warnings.push_back(error);
-        job.nodes.push_back(std::move(series));
-    }
+        try {
+            ReplayResult ignored;
+            if (!replay_timeline(node.timeline_path, std::nullopt, false, ignored, errors[i], observe,
+                                 &bytes_read))
+                return;
+            errors[i].clear();
+        } catch (const std::exception& e) {  // out of memory: this node's charts only
+            errors[i] = node.timeline_path + ": " + e.what();
+        }
+    };
+    std::function<void(std::size_t)> on_progress;
+    if (progress)
+        on_progress = [&](std::size_t done) { progress(done, report.nodes.size(), bytes_read.load()); };
+    parallel_each(report.nodes.size(), threads, collect, on_progress);
+    for (auto& e : errors)
+        if (!e.empty()) job.warnings.push_back(std::move(e));
     return job;
 }
 

@@ -3,6 +3,8 @@
 // is millions of samples; a page needs a few hundred points per line). Memory: buckets x series.
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -37,6 +39,10 @@ struct JobSeries {
     double bucket_start(std::size_t b) const { return start_time + bucket_seconds * static_cast<double>(b); }
 };
 
-JobSeries collect_job_series(const JobReport& report, std::size_t buckets = 240);
+// Nodes replayed on `threads` threads (0: one per core). `progress`, when set, is called on the calling
+// thread while they replay (JobReportOptions::progress: nodes done, nodes, timeline bytes read).
+using SeriesProgress = std::function<void(std::size_t done, std::size_t total, std::uint64_t bytes_read)>;
+JobSeries collect_job_series(const JobReport& report, std::size_t buckets = 240, unsigned threads = 0,
+                             const SeriesProgress& progress = {});
 
 }  // namespace stallscope::cli

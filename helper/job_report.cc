@@ -8,9 +8,9 @@
 #include <cstdio>
 #include <map>
 #include <set>
-#include <thread>
 #include <tuple>
 
+#include "helper/parallel_each.h"
 #include "helper/verdict_file.h"
 #include "libstallscope/rules/verdict.h"
 
@@ -119,13 +119,13 @@ void note_unmeasured_gpus(JobReport& job, const std::string& host, std::size_t a
 }
 
 void fill_from_replay(JobReport& job, NodeRecording& node, const std::string& timeline, bool have_verdict,
-                      const std::optional<Thresholds>& rules) {
+                      const std::optional<Thresholds>& rules, std::atomic<std::uint64_t>* bytes_read) {
     NodeStatsAccumulator stats;
     ReplayResult r;
     std::string error;
-    const bool replayed =
-        replay_timeline(timeline, rules, false, r, error,
-                        [&](const Snapshot& s, const Rates* rates) { stats.add(s, rates); });
+    const bool replayed = replay_timeline(
+        timeline, rules, false, r, error, [&](const Snapshot& s, const Rates* rates) { stats.add(s, rates); },
+        bytes_read);
     if (!replayed) job.warnings.push_back(error);
     for (const auto& w : r.warnings) job.warnings.push_back(w);
     auto header_string = [&](const char* key) {
@@ -151,7 +151,7 @@ void fill_from_replay(JobReport& job, NodeRecording& node, const std::string& ti
 }
 
 NodeRecording load_recording(JobReport& job, const RecordingFiles& files,
-                             const std::optional<Thresholds>& rules) {
+                             const std::optional<Thresholds>& rules, std::atomic<std::uint64_t>* bytes_read) {
     NodeRecording node;
     node.timeline_path = files.timeline;
     node.verdict_path = files.verdict;
@@ -175,14 +175,14 @@ NodeRecording load_recording(JobReport& job, const RecordingFiles& files,
     }
     identity_from_stem(files.stem, node);
     if (rules && !files.timeline.empty()) {
-        fill_from_replay(job, node, files.timeline, false, rules);  // the verdict as --rules decides it
+        fill_from_replay(job, node, files.timeline, false, rules, bytes_read);  // as --rules decides it
         node.verdict_recorded = node.verdict_recorded || have_verdict;
         node.incomplete = !node.verdict_recorded;
     } else if (have_stats) {
         node.source = "verdict";
         node.verdict_recorded = true;
     } else if (!files.timeline.empty()) {
-        fill_from_replay(job, node, files.timeline, have_verdict, std::nullopt);
+        fill_from_replay(job, node, files.timeline, have_verdict, std::nullopt, bytes_read);
     } else {
         node.source = "verdict";
         node.verdict_recorded = have_verdict;
@@ -436,24 +436,19 @@ void load_recordings(JobReport& job, const std::map<std::string, RecordingFiles>
     for (const auto& [key, f] : recordings) files.push_back(&f);
     std::vector<JobReport> scratch(files.size());
     std::vector<NodeRecording> loaded(files.size());
-    std::atomic<std::size_t> next{0};
-    auto work = [&] {
-        for (std::size_t i; (i = next.fetch_add(1)) < files.size();) {
-            try {
-                loaded[i] = load_recording(scratch[i], *files[i], options.rules);
-            } catch (const std::exception& e) {
-                scratch[i].warnings.push_back(files[i]->stem + ": not loaded (" + e.what() + ")");
-                loaded[i].host = files[i]->stem, loaded[i].incomplete = true;
-            }
+    std::atomic<std::uint64_t> bytes_read{0};
+    auto load = [&](std::size_t i) {
+        try {
+            loaded[i] = load_recording(scratch[i], *files[i], options.rules, &bytes_read);
+        } catch (const std::exception& e) {
+            scratch[i].warnings.push_back(files[i]->stem + ": not loaded (" + e.what() + ")");
+            loaded[i].host = files[i]->stem, loaded[i].incomplete = true;
         }
     };
-    const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-    const std::size_t threads =
-        std::min<std::size_t>(options.threads ? options.threads : cores, files.size());
-    std::vector<std::thread> pool;
-    for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(work);
-    work();
-    for (auto& t : pool) t.join();
+    std::function<void(std::size_t)> progress;
+    if (options.progress)
+        progress = [&](std::size_t done) { options.progress(done, files.size(), bytes_read.load()); };
+    parallel_each(files.size(), options.threads, load, progress);
     for (std::size_t i = 0; i < files.size(); ++i) {
         JobReport& s = scratch[i];
         if (job.job_id.empty()) job.job_id = s.job_id, job.user = s.user, job.job_name = s.job_name;

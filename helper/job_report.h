@@ -7,6 +7,8 @@
 // written by a helper before node_stats existed.
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -63,6 +65,9 @@ struct JobReportOptions {
     std::optional<Thresholds> rules;
     // Recordings loaded in parallel (replays dominate); 0: one thread per core.
     unsigned threads = 0;
+    // When set, called on the calling thread while the recordings load: at once, about every 200 ms, and
+    // when all are loaded; with the recordings loaded, their number and the timeline bytes read so far.
+    std::function<void(std::size_t done, std::size_t total, std::uint64_t bytes_read)> progress;
 };
 
 // Directories: their verdict.*.json and timeline.* files, paired by <step>.<host>. Files: verdict.*.json
