@@ -1,5 +1,5 @@
-// The progress line long runs over many recordings draw on stderr (`replay`, `report`):
-//   [#########.....................]  31%  12/38 recordings  412.5 MiB read  ETA 0:12
+// The progress line long runs over many recordings draw on stderr (`replay`, `report`, `html`):
+//   [#########.....................]  31%  412.5 MiB read  12/38 recordings  ETA 0:12
 // redrawn in place, erased before results are printed, and nothing at all when stderr is not a terminal
 // (a cron job, a pipe to a file, the epilog).
 #pragma once
