@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <exception>
 #include <limits>
 #include <optional>
-#include <stdexcept>
 
 #include "helper/parallel_each.h"
 #include "libstallscope/model/rates.h"
