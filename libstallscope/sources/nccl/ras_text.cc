@@ -23,8 +23,14 @@ double to_double(const std::string& s) {
     std::from_chars(s.data(), s.data() + s.size(), v);  // never throws, unlike std::stod
     return v;
 }
+// Counts in a report are capped at 2^30 (no real job has more communicators or timeouts): one number,
+// and a total summed over a report's rows, so that two absurd rows cannot overflow the int they land in.
+constexpr int kCountCap = 1 << 30;
 int to_int(const std::string& s) {
-    return static_cast<int>(std::min<std::uint64_t>(to_u64(s), 1u << 30));
+    return static_cast<int>(std::min<std::uint64_t>(to_u64(s), kCountCap));
+}
+void add_count(int& total, int n) {
+    total = n > kCountCap - total ? kCountCap : total + n;
 }
 
 const LazyRegex kVersion(R"(^(NCCL|RCCL) version (\S+) compiled with (CUDA|ROCm) (.+)$)");
@@ -121,7 +127,7 @@ class TextParser {
             return;
         }
         if (section_ == Section::kComms) {
-            if (std::regex_match(line, m, kRow.get())) r_.communicators_count += to_int(m[2]);
+            if (std::regex_match(line, m, kRow.get())) add_count(r_.communicators_count, to_int(m[2]));
             return;
         }
         if (section_ != Section::kErrors && section_ != Section::kWarnings) return;
@@ -176,7 +182,7 @@ class TextParser {
             return;
         }
         if (block_ == Block::kTimeout) {
-            if (std::regex_search(line, m, kTimeouts.get())) r_.timeouts += to_int(m[1]);
+            if (std::regex_search(line, m, kTimeouts.get())) add_count(r_.timeouts, to_int(m[1]));
             return;
         }
         if (block_ != Block::kComm || !comm_) return;

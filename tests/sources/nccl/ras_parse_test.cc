@@ -224,6 +224,19 @@ TEST_CASE("MONITOR JSON stream split across reads yields each event once, when c
     CHECK(junk == "[partial");  // an incomplete line waits for more bytes
 }
 
+TEST_CASE(
+    "absurd communicator counts cap at 2^30, summed over the rows too (fuzz: two rows overflowed int)") {
+    std::string text = fixture("ras/text_healthy_2.30.7.txt");
+    for (const char* row : {"    0         1         2", "    1         2         1"}) {
+        const auto at = text.find(row);
+        REQUIRE(at != std::string::npos);
+        text.replace(at + 14, 1, "99999999999999999999");  // the "Comms in group" column
+    }
+    const auto r = parse_ras_report(text);
+    CHECK(r.outcome == "ok");
+    CHECK(r.communicators_count == (1 << 30));
+}
+
 TEST_CASE("versions and hashes normalise") {
     CHECK(nccl_version_code("2.28.9") == 22809);
     CHECK(nccl_version_code("2.30.7+cuda12.9") == 23007);
