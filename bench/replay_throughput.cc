@@ -133,23 +133,30 @@ double write_timeline(const Format& f, const Snapshot& base, long samples) {
     return writing;
 }
 
-// In a child process, so that this one stays small: a child forked later for `stallscope replay` counts
-// its parent's resident pages in its peak RSS (exec keeps the high-water mark).
-double write_timeline_in_child(const Format& f, const Snapshot& base, long samples) {
+// `measure()` run in a forked child, its (trivially copyable) result sent back through a pipe; `failed`
+// when the child cannot start or dies before answering.
+template <class T, class F>
+T in_child(F measure, T failed = T{}) {
     int fds[2];
-    if (pipe(fds) != 0) return -1;
+    if (pipe(fds) != 0) return failed;
     const pid_t pid = fork();
     if (pid == 0) {
-        const double seconds = write_timeline(f, base, samples);
-        [[maybe_unused]] ssize_t n = write(fds[1], &seconds, sizeof seconds);
+        const T result = measure();
+        [[maybe_unused]] ssize_t n = write(fds[1], &result, sizeof result);
         _exit(0);
     }
     ::close(fds[1]);
-    double seconds = -1;
-    if (read(fds[0], &seconds, sizeof seconds) != sizeof seconds) seconds = -1;
+    T result = failed;
+    if (pid < 0 || read(fds[0], &result, sizeof result) != sizeof result) result = failed;
     ::close(fds[0]);
-    waitpid(pid, nullptr, 0);
-    return seconds;
+    if (pid > 0) waitpid(pid, nullptr, 0);
+    return result;
+}
+
+// In a child process, so that this one stays small: a child forked later for `stallscope replay` counts
+// its parent's resident pages in its peak RSS (exec keeps the high-water mark).
+double write_timeline_in_child(const Format& f, const Snapshot& base, long samples) {
+    return in_child<double>([&] { return write_timeline(f, base, samples); }, -1.0);
 }
 
 // In a child of this small process, so one format's freed samples (and glibc trimming the heap after
@@ -161,10 +168,7 @@ struct InProcess {
 };
 
 InProcess measure_in_child(const Format& f) {
-    int fds[2];
-    if (pipe(fds) != 0) return {};
-    const pid_t pid = fork();
-    if (pid == 0) {
+    return in_child<InProcess>([&] {
         struct Count final : TimelineVisitor {
             std::size_t count = 0;
             void sample(Snapshot&&) override { ++count; }
@@ -187,15 +191,8 @@ InProcess measure_in_child(const Format& f) {
         const double o0 = process_cpu();
         for (const auto& s : keep.kept) profiler.observe_view_for_verdict(s);
         m.profiler_rate = static_cast<double>(keep.kept.size()) / (process_cpu() - o0);
-        [[maybe_unused]] ssize_t n = write(fds[1], &m, sizeof m);
-        _exit(0);
-    }
-    ::close(fds[1]);
-    InProcess m;
-    if (read(fds[0], &m, sizeof m) != sizeof m) m = {};
-    ::close(fds[0]);
-    waitpid(pid, nullptr, 0);
-    return m;
+        return m;
+    });
 }
 
 // What the v2 format itself costs before a sample is applied, rates computed or a rule run: the whole file
@@ -207,10 +204,7 @@ struct FormatFloor {
 };
 
 FormatFloor measure_floor_in_child(const Format& f, long samples) {
-    int fds[2];
-    if (pipe(fds) != 0) return {};
-    const pid_t pid = fork();
-    if (pid == 0) {
+    return in_child<FormatFloor>([&] {
         std::ifstream file(f.path, std::ios::binary);
         const std::string packed((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
         std::string text;
@@ -246,15 +240,8 @@ FormatFloor measure_floor_in_child(const Format& f, long samples) {
         }
         m.parse_us = (process_cpu() - p0) / static_cast<double>(samples) * 1e6;
         if (parsed < static_cast<std::size_t>(samples)) m = {};  // not the file the bench wrote
-        [[maybe_unused]] ssize_t n = write(fds[1], &m, sizeof m);
-        _exit(0);
-    }
-    ::close(fds[1]);
-    FormatFloor m;
-    if (read(fds[0], &m, sizeof m) != sizeof m) m = {};
-    ::close(fds[0]);
-    waitpid(pid, nullptr, 0);
-    return m;
+        return m;
+    });
 }
 
 double file_size(const std::string& path) {
