@@ -47,8 +47,7 @@ struct Collect final : TimelineVisitor {
 void check_round_trip(const std::vector<Snapshot>& samples, const std::vector<std::string>& expected,
                       const std::string& live_verdict, TimelineFormat format, int per_frame) {
     // One file per process, rewritten for every input (the writer refuses symlinks and appends).
-    const std::string path =
-        "/tmp/stallscope-fuzz-roundtrip." + std::to_string(::getpid()) + timeline_suffix(format);
+    const std::string path = fuzz::scratch_path("stallscope-fuzz-roundtrip", timeline_suffix(format));
     ::unlink(path.c_str());
     std::string error;
     {

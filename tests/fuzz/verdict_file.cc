@@ -22,7 +22,7 @@ std::string dump(const Json& j) {
 
 // One file per process, rewritten for every input.
 const std::string& scratch_path() {
-    static const std::string path = "/tmp/stallscope-fuzz-verdict." + std::to_string(::getpid()) + ".json";
+    static const std::string path = stallscope::fuzz::scratch_path("stallscope-fuzz-verdict", ".json");
     return path;
 }
 
