@@ -1,9 +1,13 @@
 // `stallscope report DIR|FILE... [--json] [--all] [--node HOST] [--top N]` and `stallscope summarize DIR`
 // (writes DIR/summary.json and DIR/summary.txt; the same merge and renderer).
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cstdio>
 
 #include "helper/cli_args.h"
 #include "helper/html_report.h"
+#include "helper/job_finish.h"
 #include "helper/job_report.h"
 #include "helper/progress_bar.h"
 #include "helper/subcommands.h"
@@ -12,13 +16,42 @@
 #include "libstallscope/util/parse_number.h"
 
 namespace stallscope::cli {
+namespace {
+
+bool is_directory(const std::string& path) {
+    struct stat st {};
+    return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+// `report --comment`: the job's comment segment as the job's writer composes it (job_finish.h), for
+// whoever writes the comment after the job (contrib/slurm/slurmctld-epilog.sh: the plugin cannot update
+// a job that scancel or its time limit ended). Read-only; file= names summary.json when there is one.
+int print_comment_segment(const JobReport& report, const std::vector<std::string>& inputs) {
+    std::vector<std::string> missing;
+    std::string file;
+    for (const std::string& input : inputs) {
+        if (!is_directory(input)) continue;
+        const auto dead = hosts_without_verdict(input);  // a timeline and no verdict, after the job
+        missing.insert(missing.end(), dead.begin(), dead.end());
+        if (file.empty())
+            file = ::access((input + "/summary.json").c_str(), R_OK) == 0 ? input + "/summary.json" : input;
+    }
+    const JobCommentFacts facts = job_comment_facts(report, missing, file);
+    std::printf("%s\n", compose_job_comment_segment(facts).c_str());
+    return 0;
+}
+
+}  // namespace
 
 int run_report(int argc, char** argv, int first) {
     const ParsedArgs args =
-        parse_args(argc, argv, first, {"node", "top", "html", "rules", "jobs"}, {"json", "all"});
+        parse_args(argc, argv, first, {"node", "top", "html", "rules", "jobs"}, {"json", "all", "comment"});
     if (args.positional.empty())
         throw UsageError(
             "report needs a stallscope-<jobid> directory or timeline/verdict files (see report --help)");
+    if (args.has("comment") && (args.has("json") || args.has("html") || args.has("node") || args.has("all")))
+        throw UsageError(
+            "--comment prints only the job's comment segment: drop --json, --html, --node, --all");
     ReportView view;
     view.all = args.has("all");
     if (auto node = args.value("node")) view.node = *node;
@@ -41,6 +74,7 @@ int run_report(int argc, char** argv, int first) {
         std::fprintf(stderr, "stallscope: report: no readable verdict or timeline\n");
         return 1;
     }
+    if (args.has("comment")) return print_comment_segment(report, args.positional);
     if (auto html = args.value("html")) {
         std::string error;
         ProgressBar charting("timelines charted");

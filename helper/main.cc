@@ -114,7 +114,7 @@ Exit status: 0 when every timeline was read, 1 when one could not be, 2 usage er
 )"},
     {"report",
      R"(Usage: stallscope report DIR|TIMELINE... [--json] [--all] [--node HOST] [--top N] [--html FILE]
-                         [--rules FILE] [--jobs N]
+                         [--rules FILE] [--jobs N] [--comment]
 What an admin reads first: the job verdict, reasons grouped across nodes (root cause first), every
 straggler node, the distribution of per-node GPU utilization and the worst nodes; fits a screen at any
 job size. DIR is a stallscope-<jobid> output directory: its verdict.*.json files are merged (a timeline
@@ -128,6 +128,9 @@ is replayed only for a node whose verdict is missing, named recording_incomplete
   --rules FILE   re-profile every node's timeline with these thresholds instead of reading the
                  verdicts the helpers decided with theirs (a node without a timeline keeps its own)
   --jobs N       recordings read or replayed in parallel (default: the number of cores)
+  --comment      only the job's one-line comment segment (stallscope/1 LABEL conf=... top=... nodes=...),
+                 as the job's writer composes it; what contrib/slurm/slurmctld-epilog.sh writes into
+                 AdminComment after a job that scancel or its time limit ended
 Values that were not measured print as '-', never 0.
 See also `stallscope html` for the same report as one self-contained HTML page with charts.
 

@@ -20,9 +20,10 @@
 # Never fails the job: every problem is logged to stderr (slurmctld's log) and the script exits 0.
 #
 # Environment (from slurmctld): SLURM_JOB_ID, SLURM_JOB_USER, SLURM_JOB_WORK_DIR (22.05+), and
-# optionally STALLSCOPE_EPILOG_DELAY (seconds to wait so the job-complete record reaches slurmdbd
-# first; default 5, as jobstats does) and STALLSCOPE_OUTPUT_BASE (the plugin's output base when it is
-# neither the submit dir nor the work dir, e.g. output_dir=/scratch/%u: set it to /scratch/<user>).
+# optionally STALLSCOPE_BIN (the stallscope binary, default /usr/bin/stallscope), STALLSCOPE_EPILOG_DELAY
+# (seconds to wait so the job-complete record reaches slurmdbd first; default 5, as jobstats does) and
+# STALLSCOPE_OUTPUT_BASE (the plugin's output base when it is neither the submit dir nor the work dir,
+# e.g. output_dir=/scratch/%u: set it to /scratch/<user>).
 #
 # Where the verdict is: the plugin's default (output_dir=submit) is <submit dir>/stallscope-<jobid>, but
 # slurmctld gives this script only the work dir, which differs for jobs submitted with --chdir. So the
@@ -64,28 +65,18 @@ current=$(timeout 10 sacct -n -X -P -j "$job" -o AdminComment 2>/dev/null) || { 
 [ "$(printf '%s' "$current" | wc -l)" -le 0 ] || { say "AdminComment spans lines; leaving it"; exit 0; }
 case "; $current" in *"; stallscope/"*) exit 0 ;; esac  # the plugin already wrote it
 
-# Compose a segment from the first verdict, read as the job user, size-capped, then sanitized.
-segment=$(timeout 10 runuser -u "$user" -- python3 -I - "${dirs[@]}" <<'PY' 2>/dev/null
-import glob, json, os, sys
-paths = []
-for d in sys.argv[1:]:  # in order of preference: the first directory with a verdict wins
-    paths += sorted(glob.glob(os.path.join(glob.escape(d), "verdict.*.json")))
-for path in paths:
-    try:
-        with open(path, "rb") as f:
-            doc = json.loads(f.read(1 << 20))
-        v = doc.get("verdict", {})
-        seg = "stallscope/1 %s conf=%.2f" % (v.get("label", "UNKNOWN"), float(v.get("confidence", 0)))
-        reasons = v.get("reasons") or []
-        if reasons and isinstance(reasons[0], dict) and reasons[0].get("code"):
-            seg += " top=" + str(reasons[0]["code"])
-        print(seg + " file=" + path)
-        break
-    except Exception:
-        continue
-PY
-)
-segment=$(printf '%s' "$segment" | head -n 1 | tr -c '[:print:]' '?' | tr ';' ',' | cut -c1-512)
+# The segment the job's writer would have written: `stallscope report --comment` merges every node's
+# verdict in the directory (top=code:subject of the root cause, nodes=, missing=, stragglers=, gpus=,
+# dur=), read-only, as the job user, bounded; a node without a verdict is replayed from its timeline.
+stallscope=${STALLSCOPE_BIN:-/usr/bin/stallscope}
+[ -x "$stallscope" ] || { say "no stallscope binary at $stallscope (STALLSCOPE_BIN)"; exit 0; }
+segment=
+for d in "${dirs[@]}"; do  # in order of preference: the first directory with a recording wins
+    segment=$(timeout -k 5 60 runuser -u "$user" -- "$stallscope" report --comment --jobs 2 "$d" 2>/dev/null) &&
+        [ -n "$segment" ] && break
+    segment=
+done
+segment=$(printf '%s' "$segment" | head -n 1 | tr -c '[:print:]' '?' | tr ';' ',' | cut -c1-1024)
 case "$segment" in "stallscope/1 "?*) ;; *) say "no verdict in ${dirs[*]}"; exit 0 ;; esac
 
 if [[ "$current" =~ [A-Z] ]]; then

@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "libstallscope/model/snapshot_json.h"
+#include "libstallscope/timeline/job_comment.h"
 #include "tests/cli/fixture_env.h"
 #include "tests/support/run_process.h"
 
@@ -150,4 +151,30 @@ TEST_CASE("report --rules on a node with a verdict but no timeline keeps its ver
         said =
             said || w.get<std::string>().find("no timeline to re-profile with --rules") != std::string::npos;
     CHECK_MESSAGE(said, j["warnings"].dump());
+}
+
+TEST_CASE("report --comment prints the job segment the writer composes, for the post-job epilog") {
+    // job-4343: 8 nodes, two without a verdict (node-06, node-08), packet loss on node-02.
+    const std::string fixture = std::string(STALLSCOPE_FIXTURES_DIR) + "/timelines/job-4343";
+    const std::string dir = stallscope::test::make_temp_dir("comment") + "/stallscope-4343";
+    REQUIRE(run_process({"/bin/cp", "-r", fixture, dir}).exit_code == 0);
+    auto r = run_process({STALLSCOPE_EXE, "report", "--comment", dir});
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.out ==
+          "stallscope/1 FAIL_RISK conf=0.94 top=fabric_packet_loss:node-02:mlx5_3/1 nodes=8 "
+          "missing=node-06,node-08 stragglers=node-05,node-07 gpus=40 dur=650 node=node-02 file=" +
+              dir + "\n");
+    // What `stallscope jobs` reads back from AdminComment: the merged verdict, its root cause named.
+    const auto segment = parse_comment_segment(r.out);
+    REQUIRE(segment);
+    CHECK(segment->label == "FAIL_RISK");
+    CHECK(segment->top == "fabric_packet_loss:node-02:mlx5_3/1");
+    CHECK(segment->nodes == 8);
+    CHECK(segment->missing == std::vector<std::string>{"node-06", "node-08"});
+    // Once the job's summary exists, file= points at it, as the writer's segment does.
+    std::ofstream(dir + "/summary.json") << "{}\n";
+    r = run_process({STALLSCOPE_EXE, "report", dir, "--comment"});
+    CHECK(r.out.find(" file=" + dir + "/summary.json\n") != std::string::npos);
+    // Only the segment: combined with another view it is a usage error, not a silent choice.
+    CHECK(run_process({STALLSCOPE_EXE, "report", dir, "--comment", "--json"}).exit_code == 2);
 }

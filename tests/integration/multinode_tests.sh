@@ -222,6 +222,19 @@ check "job $JG: no helper process left" no_helpers "$JG"
 check "job $JG: at most one comment write ($(plugin_writes "$JG")), at most one epilog summary" \
     eval '[ "$(plugin_writes "$JG")" -le 1 ] && [ "$(epilog_summaries "$JG")" -le 1 ]'
 check "job $JG: a summary.json, owned by $U" eval 'test -f "$W/g/stallscope-$JG/summary.json" && owned_by_user "$W/g/stallscope-$JG"'
+# The post-job writer (EpilogSlurmctld) for a cancelled job: the comment it leaves is the merged job
+# segment, as the job's writer composes it, not one node's. Lower-case foreign content first (sacctmgr
+# lowercases what it sets), replacing whatever the plugin managed to write before the cancel.
+sacctmgr -i modify job where jobid="$JG" set AdminComment="js1:before" >/dev/null 2>&1
+SLURM_JOB_ID=$JG SLURM_JOB_USER=$U SLURM_JOB_WORK_DIR=$W/g STALLSCOPE_EPILOG_DELAY=0 STALLSCOPE_BIN=$HELPER \
+    "$REPO/contrib/slurm/slurmctld-epilog.sh" 2>"$W/g.epilog.err"
+echo "-- job $JG after slurmctld-epilog.sh: AdminComment: $(comment "$JG")"
+# (sacctmgr lowercases the path too: compared lowercased.)
+epilog_segment_ok() {
+    local re="^js1:before; stallscope/1 [a-z_]+ conf=[0-9.]+( top=[^ ]+)? nodes=3 .*file=${W,,}/g/stallscope-$JG/summary\.json$"
+    [[ "$(comment "$JG")" =~ $re ]]
+}
+check "job $JG: slurmctld-epilog.sh appends the merged 3-node segment to the foreign one" epilog_segment_ok
 
 array_task_ok() {
     [ "$(plugin_writes "$1")" = 1 ] && [[ "$(comment "$1")" =~ \ nodes=3\ .*file=$W/h/stallscope-$1/summary.json$ ]]
