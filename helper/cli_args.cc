@@ -1,10 +1,50 @@
 #include "helper/cli_args.h"
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "libstallscope/util/parse_number.h"
 
 namespace stallscope::cli {
+namespace {
+
+// Edits (insert, delete, replace) from a to b, stopping early past `limit`.
+std::size_t edit_distance(const std::string& a, const std::string& b, std::size_t limit) {
+    if ((a.size() > b.size() ? a.size() - b.size() : b.size() - a.size()) > limit) return limit + 1;
+    std::vector<std::size_t> row(b.size() + 1);
+    for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+    for (std::size_t i = 1; i <= a.size(); ++i) {
+        std::size_t diagonal = row[0];
+        row[0] = i;
+        for (std::size_t j = 1; j <= b.size(); ++j) {
+            const std::size_t above = row[j];
+            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+            diagonal = above;
+        }
+    }
+    return row[b.size()];
+}
+
+// " (did you mean --output?)" for `--out`, `--jsno`; "" when no accepted option is close. A name the
+// typed one starts (or that starts it) counts as close; so does one or two letters off a longer name.
+std::string suggestion(const std::string& typed, const std::set<std::string>& with_value,
+                       const std::set<std::string>& without_value) {
+    std::string best;
+    std::size_t best_distance = 3;
+    for (const auto* names : {&with_value, &without_value})
+        for (const std::string& name : *names) {
+            if (name.size() < 2) continue;  // -o and the like: suggest the long form
+            std::size_t d = edit_distance(typed, name, 2);
+            if (typed.size() >= 3 && (name.starts_with(typed) || typed.starts_with(name)))
+                d = std::min<std::size_t>(d, 1);
+            if (typed.size() < 4 && d == 2) continue;  // two edits of a short word: anything
+            if (d < best_distance) best_distance = d, best = name;
+        }
+    return best.empty() ? "" : " (did you mean --" + best + "?)";
+}
+
+}  // namespace
 
 std::optional<std::string> ParsedArgs::value(const std::string& name) const {
     auto it = values.find(name);
@@ -42,7 +82,7 @@ ParsedArgs parse_args(int argc, char** argv, int first, const std::set<std::stri
             if (inline_value) throw UsageError("option --" + name + " takes no value");
             out.flags.insert(name);
         } else {
-            throw UsageError("unknown option '" + arg + "'");
+            throw UsageError("unknown option '" + arg + "'" + suggestion(name, with_value, without_value));
         }
     }
     return out;
