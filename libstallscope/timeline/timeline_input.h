@@ -28,8 +28,9 @@ struct TimelineReadLimits {
     std::uint64_t max_expansion = 1000;
     // Bytes read so far, for a progress bar (added to, never reset); may be null.
     std::atomic<std::uint64_t>* progress_bytes = nullptr;
-    // Every v2 sample read whole from the decoded tree, nothing placed from a change record: slower, and
-    // the reference the reader's shortcuts are checked against (tests, the timeline fuzz target).
+    // Every v2 sample read whole from the decoded tree, nothing placed from a change record, every line
+    // parsed with the DOM (no On Demand plain records): slower, and the reference the reader's shortcuts
+    // are checked against (tests, the timeline fuzz target).
     bool whole_samples = false;
 };
 

@@ -1,15 +1,15 @@
-// visit_timeline: v1 and v2 lines parsed with simdjson (On Demand would save little: most of a v2 line is
-// read anyway), snapshots read through snapshot_from_json so the reader follows every field the model
-// adds without a change here. A v2 change record re-reads only the fields (and interface / RDMA port /
-// GPU elements) its pointers touched into the snapshot kept from the previous sample.
+// visit_timeline: v1 and v2 lines parsed with simdjson's DOM, but for the plain "a"/"g" change records
+// most of a v2 timeline is made of (On Demand, plain_record.h); snapshots read through snapshot_from_json
+// so the reader follows every field the model adds without a change here. A v2 change record re-reads
+// only the fields (and interface / RDMA port / GPU elements) its pointers touched (touched_fields.h) into
+// the snapshot kept from the previous sample.
 #include <simdjson.h>
 
-#include <array>
-#include <charconv>
-
 #include "libstallscope/timeline/kept_counter.h"
+#include "libstallscope/timeline/plain_record.h"
 #include "libstallscope/timeline/simdjson_tree.h"
 #include "libstallscope/timeline/timeline.h"
+#include "libstallscope/timeline/touched_fields.h"
 
 namespace stallscope {
 namespace {
@@ -63,6 +63,14 @@ class Reader {
   private:
     // One line; false when it is not a line of a timeline (bad JSON, another kind of object).
     bool line(std::string_view text, bool terminated, std::size_t number) {
+        // Most of a v2 timeline: read without the DOM (plain_record.h). Not when reading whole samples,
+        // which tests and the fuzz target compare against this path.
+        if (changes_ && !whole_samples_ &&
+            read_plain_record(plain_parser_, text, TimelineInput::kLinePadding, plain_)) {
+            recognised_ = true;
+            if (apply_plain(number)) emit_changed(number);
+            return true;
+        }
         simdjson::dom::element doc;
         simdjson::dom::object object;
         if (parser_.parse(text.data(), text.size(), false).get(doc) != simdjson::SUCCESS ||
@@ -119,72 +127,10 @@ class Reader {
         }
     }
 
-    // What a change pointer touched, in snapshot_from_json's terms.
-    struct Target {
-        SnapshotField field = SnapshotField::none;
-        bool everything = false;                             // "" (the root), or a key we cannot place
-        std::size_t element = static_cast<std::size_t>(-1);  // interfaces / rdma / gpus index
-    };
-
-    static Target target_of(std::string_view pointer) {
-        Target t;
-        if (pointer.empty() || pointer[0] != '/') {
-            t.everything = true;
-            return t;
-        }
-        const std::size_t end = std::min(pointer.find('/', 1), pointer.size());
-        const std::string_view key = pointer.substr(1, end - 1);
-        if (key.find('~') != std::string_view::npos) {  // escaped: not one of ours, re-read it all
-            t.everything = true;
-            return t;
-        }
-        t.field = snapshot_field(key);
-        if ((t.field == SnapshotField::interfaces || t.field == SnapshotField::rdma ||
-             t.field == SnapshotField::gpus) &&
-            end < pointer.size()) {
-            const std::size_t next = std::min(pointer.find('/', end + 1), pointer.size());
-            std::size_t index = 0;
-            const char* first = pointer.data() + end + 1;
-            const char* last = pointer.data() + next;
-            const auto r = std::from_chars(first, last, index);
-            if (first != last && r.ec == std::errc() && r.ptr == last) t.element = index;
-        }
-        return t;
-    }
-
-    void touch(const Target& t) {
-        if (t.everything) {
-            dirty_everything_ = true;
-            return;
-        }
-        if (t.field == SnapshotField::none) return;  // "schema", or a key snapshot_from_json ignores
-        const auto f = static_cast<std::size_t>(t.field);
-        if (t.element == static_cast<std::size_t>(-1)) {
-            dirty_field_[f] = true;
-            return;
-        }
-        // The index named a node the decoder just changed, so it is within the array: flags stay
-        // bounded by the tree, and each element is re-read once however many changes it had.
-        auto& seen = element_seen_[f];
-        if (t.element >= seen.size()) seen.resize(t.element + 1, 0);
-        if (seen[t.element]) return;
-        seen[t.element] = 1;
-        dirty_elements_[f].push_back(t.element);
-    }
-
-    void clear_dirty() {
-        dirty_everything_ = false;
-        dirty_field_.fill(false);
-        for (std::size_t f = 0; f < dirty_elements_.size(); ++f) {
-            for (const std::size_t i : dirty_elements_[f]) element_seen_[f][i] = 0;
-            dirty_elements_[f].clear();
-        }
-    }
-
     bool apply_changes(simdjson::dom::object object, std::size_t number) {
         simdjson::dom::object changes;
         simdjson::dom::array list;
-        clear_dirty();
+        touched_.clear();
         // A record that changes nothing still needs the sample it repeats: after a damaged record
         // (or before the first full sample) there is none, and the kept one is stale (found by the fuzz
         // target: such a record handed out the sample from before the damage).
@@ -203,7 +149,7 @@ class Reader {
                     return broken(number);
                 }
                 if (!decoder_.add(field.key, delta, problem_)) return broken(number);
-                touch(target_of(field.key));
+                touched_.touch(touch_target(field.key));
             }
         if (object["gkeys"].get_array().get(list) == simdjson::SUCCESS && !read_gauge_keys(list, number))
             return false;
@@ -224,7 +170,7 @@ class Reader {
                 if (gauge)
                     *gauge = value;
                 else
-                    touch(target_of(field.key));
+                    touched_.touch(touch_target(field.key));
             }
         decoder_.end_record();  // "/time" from "/unix_time"; kept_ reads the number (unix_time)
         return true;
@@ -264,7 +210,7 @@ class Reader {
             add_factor_[add_keys_used_] = factor;
             add_source_[add_keys_used_].assign(source);
             add_keys_[add_keys_used_++].assign(text);
-            add_targets_.push_back(target_of(text));
+            add_targets_.push_back(touch_target(text));
         }
         // A derived entry's source: a plain entry of this list (by index from now on).
         add_derived_.clear();
@@ -288,13 +234,31 @@ class Reader {
         return broken(number);
     }
 
-    // "a": one difference per plain "keys" entry; then each derived entry's, from its source's.
+    // A plain record (read_plain_record): "a", then "g" when there is one, as apply_changes applies them.
+    bool apply_plain(std::size_t number) {
+        touched_.clear();
+        if (!decoder_.has_tree()) {
+            problem_ = "a change record before any full sample (stream damaged?)";
+            return broken(number);
+        }
+        if (!apply_a(plain_.a, number)) return false;
+        if (plain_.has_g && !apply_g(plain_.g, number)) return false;
+        decoder_.end_record();
+        return true;
+    }
+
     bool apply_a(simdjson::dom::array list, std::size_t number) {
+        if (dom_integers(list, plain_.a)) return apply_a(plain_.a, number);
+        problem_ = "\"a\" does not match \"keys\"";
+        return broken(number);
+    }
+
+    // "a": one difference per plain "keys" entry; then each derived entry's, from its source's.
+    bool apply_a(const std::vector<std::int64_t>& deltas, std::size_t number) {
         std::size_t i = 0;
-        for (simdjson::dom::element value : list) {
+        for (const std::int64_t delta : deltas) {
             while (i < add_keys_used_ && add_factor_[i] != 0) ++i;
-            std::int64_t delta = 0;
-            if (i >= add_keys_used_ || value.get_int64().get(delta) != simdjson::SUCCESS) {
+            if (i >= add_keys_used_) {
                 problem_ = "\"a\" does not match \"keys\"";
                 return broken(number);
             }
@@ -332,7 +296,7 @@ class Reader {
         if (kept)
             *kept = node->get<std::uint64_t>();
         else
-            touch(add_targets_[i]);
+            touched_.touch(add_targets_[i]);
         return true;
     }
 
@@ -354,17 +318,22 @@ class Reader {
             gauge_nodes_[gauge_keys_used_] = {};
             parse_kept_counter(text, gauge_kept_[gauge_keys_used_]);
             gauge_keys_[gauge_keys_used_++].assign(text);
-            gauge_targets_.push_back(target_of(text));
+            gauge_targets_.push_back(touch_target(text));
         }
         return true;
     }
 
-    // "g": every listed number's value; those that changed are set (a gauge straight into kept_).
     bool apply_g(simdjson::dom::array list, std::size_t number) {
+        if (dom_numbers(list, plain_.g)) return apply_g(plain_.g, number);
+        problem_ = "\"g\" does not match \"gkeys\"";
+        return broken(number);
+    }
+
+    // "g": every listed number's value; those that changed are set (a gauge straight into kept_).
+    bool apply_g(const std::vector<double>& values, std::size_t number) {
         std::size_t i = 0;
-        for (simdjson::dom::element value : list) {
-            double v = 0;
-            if (i >= gauge_keys_used_ || value.get_double().get(v) != simdjson::SUCCESS) {
+        for (const double v : values) {
+            if (i >= gauge_keys_used_) {
                 problem_ = "\"g\" does not match \"gkeys\"";
                 return broken(number);
             }
@@ -376,7 +345,7 @@ class Reader {
                 if (gauge)
                     *gauge = v;
                 else
-                    touch(gauge_targets_[i]);
+                    touched_.touch(gauge_targets_[i]);
             }
             ++i;
         }
@@ -419,19 +388,19 @@ class Reader {
 
     // kept_ with the fields the record touched re-read, the same as snapshot_from_json(decoder_.tree()).
     void emit_changed(std::size_t number) {
-        if (!kept_clean_ || dirty_everything_ || whole_samples_) return emit_kept(number);
+        if (!kept_clean_ || touched_.everything() || whole_samples_) return emit_kept(number);
         problems_.clear();
-        for (std::size_t f = 0; f < dirty_field_.size(); ++f) {
+        for (std::size_t f = 0; f < TouchedFields::kFields; ++f) {
             const auto field = static_cast<SnapshotField>(f);
-            if ((dirty_field_[f] || !dirty_elements_[f].empty()) &&
+            if ((touched_.whole(f) || !touched_.elements(f).empty()) &&
                 (field == SnapshotField::interfaces || field == SnapshotField::rdma ||
                  field == SnapshotField::gpus))
                 ++kept_layout_;  // elements re-read: their counter maps are new
-            if (dirty_field_[f]) {
+            if (touched_.whole(f)) {
                 read_snapshot_field(decoder_.tree(), field, kept_, problems_);
                 continue;
             }
-            for (const std::size_t index : dirty_elements_[f])
+            for (const std::size_t index : touched_.elements(f))
                 if (!read_snapshot_element(decoder_.tree(), field, index, kept_, problems_)) {
                     read_snapshot_field(decoder_.tree(), field, kept_, problems_);
                     break;
@@ -457,11 +426,13 @@ class Reader {
     bool changes_ = false;      // a v2 timeline: sample lines are change records (snapshot_diff.h)
     const bool whole_samples_;  // TimelineReadLimits::whole_samples
     simdjson::dom::parser parser_;
+    simdjson::ondemand::parser plain_parser_;
+    PlainRecord plain_;  // the plain record's numbers (or the DOM's "a" and "g", collected the same way)
     SnapshotDiffDecoder decoder_;
     std::string problem_;
     std::vector<std::string> add_keys_;  // the pointers of "a", from the last "keys": [0, add_keys_used_)
     std::size_t add_keys_used_ = 0;
-    std::vector<Target> add_targets_;        // what each of them touches
+    std::vector<TouchTarget> add_targets_;   // what each of them touches
     std::vector<KeptCounter> add_kept_;      // where each lands in kept_, when it is a counter placed there
     std::vector<std::uint64_t> add_factor_;  // a derived entry's factor (0: plain)
     std::vector<std::string> add_source_;    // and its source's pointer
@@ -475,7 +446,7 @@ class Reader {
     std::vector<Derived> add_derived_;
     std::vector<std::string> gauge_keys_;  // "gkeys": [0, gauge_keys_used_)
     std::size_t gauge_keys_used_ = 0;
-    std::vector<Target> gauge_targets_;
+    std::vector<TouchTarget> gauge_targets_;
     std::vector<KeptCounter> gauge_kept_;
     std::vector<SnapshotDiffDecoder::NodeRef> gauge_nodes_;
     KeptCounter set_kept_;  // the same for a "set" pointer
@@ -483,10 +454,7 @@ class Reader {
     Snapshot kept_;
     std::uint64_t kept_layout_ = 1;  // bumped whenever kept_'s interfaces, ports or GPUs are re-read
     bool kept_clean_ = false;
-    bool dirty_everything_ = false;
-    std::array<bool, static_cast<std::size_t>(SnapshotField::count)> dirty_field_{};
-    std::array<std::vector<std::size_t>, static_cast<std::size_t>(SnapshotField::count)> dirty_elements_;
-    std::array<std::vector<char>, static_cast<std::size_t>(SnapshotField::count)> element_seen_;
+    TouchedFields touched_;
     std::vector<std::string> problems_;
 };
 
