@@ -255,7 +255,11 @@ int run_command(int argc, char** argv) {
         }
         return run_sample(argc, argv, 1);
     } catch (const UsageError& e) {
-        std::fprintf(stderr, "stallscope: %s (see 'stallscope --help')\n", e.what());
+        // The help that lists the options of what was typed: the subcommand's own, else the main one.
+        const std::string help = argc >= 2 && subcommand_help(argv[1])
+                                     ? std::string("stallscope ") + argv[1] + " --help"
+                                     : std::string("stallscope --help");
+        std::fprintf(stderr, "stallscope: %s (see '%s')\n", e.what(), help.c_str());
         return 2;
     } catch (const std::runtime_error& e) {
         std::fprintf(stderr, "stallscope: %s\n", e.what());

@@ -65,7 +65,10 @@ TEST_CASE("usage errors exit 2, failures exit 1, each with one clear line") {
         {{"html", "fixtures"}, 2, "needs -o FILE"},
         {{"compare", "a"}, 2, "exactly two inputs"},
         {{"compare", "/nonexistent-a", "/nonexistent-b"}, 1, "no such file, directory or job id"},
-        {{"report", "--bogus", "x"}, 2, "unknown option '--bogus' (see"},  // nothing close: no guess
+        {{"report", "--bogus", "x"},
+         2,
+         "unknown option '--bogus' (see 'stallscope report --help')"},           // no guess
+        {{"--bogus"}, 2, "unknown option '--bogus' (see 'stallscope --help')"},  // the sampling options
         // A near miss names the option meant: a prefix, a typo, a missing dash.
         {{"html", "fixtures", "--out", "x.html"}, 2, "unknown option '--out' (did you mean --output?)"},
         {{"report", "--jsno", "x"}, 2, "unknown option '--jsno' (did you mean --json?)"},
