@@ -355,8 +355,7 @@ int main(int argc, char** argv) {
         std::printf(
             "v2 format floor (no sample applied, no rate, no rule): zstd stream %.2f us + simdjson "
             "parse (as the reader parses) %.2f us = %.2f us a sample, at most %.0f samples/s; of the goals' "
-            "budgets (1.00 us "
-            "vm, 5.00 us dgx-h100) that is %.0f %% / %.0f %%\n",
+            "budgets (1.00 us vm, 5.00 us dgx-h100) that is %.0f %% / %.0f %%\n",
             floor.zstd_us, floor.parse_us, floor_us, 1e6 / floor_us, floor_us / 1.0 * 100,
             floor_us / 5.0 * 100);
     if (std::getenv("STALLSCOPE_BENCH_KEEP")) {  // the generated timelines, for perf / callgrind
