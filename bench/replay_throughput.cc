@@ -189,8 +189,9 @@ InProcess measure_in_child(const Format& f) {
             Profiler profiler;
             std::size_t count = 0;
             void sample(Snapshot&& s) override { sample_view(s); }
-            void sample_view(const Snapshot& s) override {
-                profiler.observe_view_for_verdict(s);
+            void sample_view(const Snapshot& s) override { sample_lent(s, {}); }
+            void sample_lent(const Snapshot& s, SnapshotShape shape) override {
+                profiler.observe_view_for_verdict(s, shape);  // with the reader's promise, as replay
                 ++count;
             }
         } profiled;

@@ -22,11 +22,12 @@ class ReplayVisitor final : public TimelineVisitor {
     // here until the observer saw it, a lent one (v2 reader) is not copied at all.
     void sample(Snapshot&& snapshot) override { take(snapshot); }
     void sample_view(const Snapshot& snapshot) override { take(snapshot); }
+    void sample_lent(const Snapshot& snapshot, SnapshotShape shape) override { take(snapshot, shape); }
 
-    void take(const Snapshot& snapshot) {
+    void take(const Snapshot& snapshot, SnapshotShape shape = {}) {
         if (!profiler_) profiler_ = std::make_unique<Profiler>(choose_thresholds());
         if (!out_.first_sample) out_.first_sample = snapshot;
-        profiler_->observe_view_for_verdict(snapshot);  // replay keeps the step verdict, not each Profile
+        profiler_->observe_view_for_verdict(snapshot, shape);  // the step verdict, not each Profile
         if (observer_) observer_(snapshot, profiler_->last_rates());
         if (++out_.samples % 100000 == 0 && progress_)
             std::fprintf(stderr, "\r%s: %zu samples", path_.c_str(), out_.samples);

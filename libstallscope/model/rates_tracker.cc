@@ -1,6 +1,7 @@
 #include "libstallscope/model/rates_tracker.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <string>
 
@@ -162,34 +163,113 @@ struct CellFinder {
     }
 };
 
+// Where each counter of a sample sits, in the walk's order.
+struct SourceRecorder {
+    std::vector<const Counter*>& sources;
+    bool token(std::uint8_t, std::string_view, std::int64_t) { return true; }
+    void field(std::string_view, const Counter* c) { sources.push_back(c); }
+    bool named(std::string_view, const Counter& c) {
+        sources.push_back(&c);
+        return true;
+    }
+};
+
 }  // namespace
 
-const Rates* RatesTracker::update(const Snapshot& current) {
+SnapshotShape SnapshotShape::fresh() {
+    static std::atomic<std::uint64_t> last{0};
+    return SnapshotShape{last.fetch_add(1, std::memory_order_relaxed) + 1};
+}
+
+const Rates* RatesTracker::update(const Snapshot& current, SnapshotShape shape) {
     const double dt = current.time - previous_time_;
     if (has_previous_ && unique_keys_ && dt > 0) {
-        current_.resize(names_.size());  // already that size: no allocation
-        LayoutReader reader{tokens_, names_, current_};
-        if (walk(current, reader) && reader.complete()) {
-            bool same_cells = true;
-            for (std::size_t k = 0; k < cells_.size(); ++k) {
-                const Counter &a = previous_[k], &b = current_[k];
-                CounterDelta* cell = cells_[k];
-                if ((a && b) != (cell != nullptr)) {  // a counter turned null or back: other rows
-                    same_cells = false;
-                    break;
-                }
-                if (cell) counter_delta_into(*a, *b, dt, *cell);
+        if (shape.id != 0 && shape.id == bound_shape_ && &current == bound_) {
+            bool written;
+            if (moving_only_ && settled_) {
+                written = write_moving_cells(dt);
+                moving_only_updates_ += written ? 1 : 0;
+            } else {
+                for (std::size_t k = 0; k < sources_.size(); ++k)
+                    current_[k] = sources_[k] ? *sources_[k] : Counter{};
+                written = settled_ = write_cells(dt);  // every still counter's cell now zero
             }
-            if (same_cells) {
-                rates_.interval_seconds = dt;
-                previous_.swap(current_);
+            if (written) {
+                ++shaped_updates_;
                 previous_time_ = current.time;
+                return &rates_;
+            }
+        } else {
+            current_.resize(names_.size());  // already that size: no allocation
+            LayoutReader reader{tokens_, names_, current_};
+            if (walk(current, reader) && reader.complete() && write_cells(dt)) {
+                previous_time_ = current.time;
+                bind(current, shape);
                 return &rates_;
             }
         }
     }
     rebuild(current, dt);
+    bind(current, shape);
     return rates();
+}
+
+bool RatesTracker::write_cells(double dt) {
+    for (std::size_t k = 0; k < cells_.size(); ++k) {
+        const Counter &a = previous_[k], &b = current_[k];
+        CounterDelta* cell = cells_[k];
+        if ((a && b) != (cell != nullptr)) return false;  // a counter turned null or back: other rows
+        if (cell) counter_delta_into(*a, *b, dt, *cell);
+    }
+    rates_.interval_seconds = dt;
+    previous_.swap(current_);
+    return true;
+}
+
+bool RatesTracker::write_moving_cells(double dt) {
+    for (const Moving& m : moving_)  // as write_cells: a counter turned null or back changes the rows
+        if ((previous_[m.k] && *m.source) != (m.cell != nullptr)) return false;
+    for (const Moving& m : moving_) {
+        const Counter b = *m.source;
+        if (m.cell) counter_delta_into(*previous_[m.k], *b, dt, *m.cell);
+        previous_[m.k] = b;
+    }
+    rates_.interval_seconds = dt;
+    return true;
+}
+
+void RatesTracker::bind(const Snapshot& current, SnapshotShape shape) {
+    bound_shape_ = shape.id;
+    bound_ = shape.id != 0 ? &current : nullptr;
+    sources_.clear();
+    moving_.clear();
+    moving_only_ = settled_ = false;
+    if (shape.id == 0) return;
+    SourceRecorder recorder{sources_};
+    walk(current, recorder);  // the sample the layout was just checked against or taken from: same order
+    if (!shape.moving_known) return;
+    // Which of our counters the shape says may move (a moving counter that rates do not compare, a GPU's
+    // memory in use, is none of ours). Once per shape: a few hundred pointers.
+    std::vector<std::pair<const Counter*, std::uint32_t>> where;
+    where.reserve(sources_.size());
+    for (std::size_t k = 0; k < sources_.size(); ++k)
+        if (sources_[k]) where.emplace_back(sources_[k], static_cast<std::uint32_t>(k));
+    std::sort(where.begin(), where.end());
+    for (const Counter* c : shape.moving) {
+        auto it = std::lower_bound(where.begin(), where.end(), std::make_pair(c, std::uint32_t{0}));
+        for (; it != where.end() && it->first == c; ++it)
+            moving_.push_back({c, cells_[it->second], it->second});
+    }
+    // Two counters writing one cell (a pause counter named like a net/dev column): which one wins
+    // depends on the whole walk's order, so those layouts keep the whole pass.
+    std::vector<const CounterDelta*> cells(cells_.begin(), cells_.end());
+    std::sort(cells.begin(), cells.end());
+    const auto first_cell = std::find_if(cells.begin(), cells.end(), [](auto* c) { return c != nullptr; });
+    moving_only_ = std::adjacent_find(first_cell, cells.end()) == cells.end();
+    const auto by_index = [](const Moving& a, const Moving& b) { return a.k < b.k; };
+    std::sort(moving_.begin(), moving_.end(), by_index);  // the walk's order; a key listed twice once
+    moving_.erase(std::unique(moving_.begin(), moving_.end(), [](auto& a, auto& b) { return a.k == b.k; }),
+                  moving_.end());
 }
 
 void RatesTracker::rebuild(const Snapshot& current, double dt) {

@@ -27,7 +27,11 @@ class RatesTracker {
   public:
     // Rates between the sample passed to the previous call and `current` (nullptr on the first call),
     // then keeps `current`'s counters for the next. Equal to compute_rates(previous, current).
-    const Rates* update(const Snapshot& current);
+    // With a shape (snapshot.h) the tracker keeps where each counter sits in `current` and, while later
+    // calls pass the same object under the same id, reads the counters from there: no walk of the maps,
+    // no name compared; and where the shape names the counters that may move, only those (the ~130 of
+    // a dgx-h100's 864 that its traffic moves; the others' cells stay zero).
+    const Rates* update(const Snapshot& current, SnapshotShape shape = {});
     const Rates* rates() const { return has_previous_ && had_rates_ ? &rates_ : nullptr; }
     bool has_previous() const { return has_previous_; }
     double previous_time() const { return previous_time_; }  // 0 before the first update
@@ -36,8 +40,11 @@ class RatesTracker {
     std::span<const Counter> rdma_values() const {
         return {previous_.data() + rdma_begin_, rdma_end_ - rdma_begin_};
     }
-    // How many updates took the rebuild path (layout or comparable set changed); for tests and benches.
+    // How many updates took the rebuild path (layout or comparable set changed), and how many read the
+    // counters through a shape's kept pointers; for tests and benches.
     std::uint64_t rebuilds() const { return rebuilds_; }
+    std::uint64_t shaped_updates() const { return shaped_updates_; }
+    std::uint64_t moving_only_updates() const { return moving_only_updates_; }  // of those, moving only
 
     // One structural element of the layout: an entity, a list or map length, a presence flag.
     struct Token {
@@ -48,6 +55,11 @@ class RatesTracker {
 
   private:
     void rebuild(const Snapshot& current, double dt);
+    // The steady state's pass: current_ read, every comparable counter's cell written; false (nothing
+    // kept) when a counter turned null or back, which changes the rows.
+    bool write_cells(double dt);
+    bool write_moving_cells(double dt);  // the same for moving_ only; previous_ then written in place
+    void bind(const Snapshot& current, SnapshotShape shape);
 
     Snapshot layout_;  // counter-bearing parts of the sample the layout was taken from
     std::vector<Token> tokens_;
@@ -58,7 +70,21 @@ class RatesTracker {
     bool unique_keys_ = false;          // no entity listed twice (else compute_rates' rules for twins)
     bool has_previous_ = false, had_rates_ = false;
     double previous_time_ = 0;
-    std::uint64_t rebuilds_ = 0;
+    std::uint64_t rebuilds_ = 0, shaped_updates_ = 0, moving_only_updates_ = 0;
+    // Under a shape: the sample it was taken from and, per counter, where it sits there (nullptr: a
+    // struct's counter that sample does not have, read as null).
+    const Snapshot* bound_ = nullptr;
+    std::uint64_t bound_shape_ = 0;
+    std::vector<const Counter*> sources_;
+    // The counters the shape says may move (when moving_only_), in one array the per-sample pass reads
+    // in order; the others' cells are zero once one interval under the shape was written whole (settled_).
+    struct Moving {
+        const Counter* source;
+        CounterDelta* cell;
+        std::uint32_t k;  // its index in previous_
+    };
+    std::vector<Moving> moving_;
+    bool moving_only_ = false, settled_ = false;
     Rates rates_;
 };
 

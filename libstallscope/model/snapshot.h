@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -170,6 +171,23 @@ struct JobCgroup {
     Counter cpu_nr_periods, cpu_nr_throttled, cpu_throttled_usec;  // present with the cpu controller
     Psi psi;  // <cgroup>/{cpu,io,memory}.pressure, same fields as the node's
     bool operator==(const JobCgroup&) const = default;
+};
+
+// A promise a producer that updates one Snapshot in place makes about it (the v2 timeline reader, which
+// writes each changed counter straight into the sample it lends): as long as it hands out the same nonzero
+// id, it hands out the same Snapshot object, whose counter-bearing parts (host_stats, job_cgroup,
+// interfaces, rdma, gpus) had only counter and gauge values written since the last sample: no element,
+// entity, map entry or optional part added, removed, moved or re-read (time, context, events and the
+// rest may change freely). Any other change gets a fresh id; the default, 0, promises nothing. A consumer
+// (RatesTracker) may then keep pointers to the counters from one call to the next.
+struct SnapshotShape {
+    std::uint64_t id = 0;
+    // With `moving_known`, also: under this id only the counters in `moving` (pointers into the sample)
+    // may change value; every other counter keeps the value it had when the id was first handed out.
+    // (The v2 reader: the counters its "keys" list, each record moves only those.) Read during the call.
+    bool moving_known = false;
+    std::span<const Counter* const> moving;
+    static SnapshotShape fresh();  // an id no other call returned, in this process
 };
 
 struct Snapshot {

@@ -123,17 +123,17 @@ Profile Profiler::observe_view(const Snapshot& s) {
     return profile(s);
 }
 
-void Profiler::observe_view_for_verdict(const Snapshot& s) {
+void Profiler::observe_view_for_verdict(const Snapshot& s, SnapshotShape shape) {
     last_.reset();
-    profile(s, false);
+    profile(s, false, shape);
 }
 
-Profile Profiler::profile(const Snapshot& s, bool with_reasons) {
+Profile Profiler::profile(const Snapshot& s, bool with_reasons, SnapshotShape shape) {
     const bool first = !rates_.has_previous();
     const double previous_time = rates_.previous_time();
     const double interval = !first && s.time > previous_time ? s.time - previous_time : 0;
     // Into the same Rates every sample: rewritten in place, no allocation while the layout holds.
-    const Rates* rates = rates_.update(s);
+    const Rates* rates = rates_.update(s, shape);
     if (!s.nccl.empty()) peer_names_.learn(s);
     port_rows_into(s, rates, ports_);
     const RuleInput in{s, last_ ? &*last_ : nullptr, rates, t_, &peer_names_, rates_.rdma_values(), &ports_};

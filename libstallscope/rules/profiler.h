@@ -36,7 +36,8 @@ class Profiler {
     Profile observe_view(const Snapshot& s);
     // observe_view for a caller that keeps only the step verdict (replay): the same verdict, without
     // building the sample's Profile (its reasons moved out of the findings and ordered, every sample).
-    void observe_view_for_verdict(const Snapshot& s);
+    // `shape`: the lender's promise about `s` (snapshot.h), which lets the rates skip their walk.
+    void observe_view_for_verdict(const Snapshot& s, SnapshotShape shape = {});
     const Snapshot* last_sample() const;  // the sample last observed and kept; nullptr before the first
     const Rates* last_rates() const;      // nullptr before the 2nd sample
     StepVerdict verdict() const;          // whole-step verdict over everything observed so far
@@ -46,7 +47,7 @@ class Profiler {
     void run_rules(const RuleInput& in, Findings& out);
     // observe() without keeping `s`; without reasons (with_reasons false) the Profile holds only what the
     // verdict was fed: label, confidence, hints.
-    Profile profile(const Snapshot& s, bool with_reasons = true);
+    Profile profile(const Snapshot& s, bool with_reasons = true, SnapshotShape shape = {});
 
     Thresholds t_;
     std::optional<Snapshot> last_;  // kept by observe(), not by observe_view()

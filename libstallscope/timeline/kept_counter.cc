@@ -125,4 +125,10 @@ Gauge* kept_gauge(Snapshot& s, const KeptCounter& c) {
     return &(s.gpus[c.element].*c.gpu_gauge);
 }
 
+void kept_counters(Snapshot& s, std::span<const KeptCounter> list, std::vector<const Counter*>& out) {
+    out.clear();
+    for (const KeptCounter& c : list)
+        if (const Counter* found = kept_counter(s, c)) out.push_back(found);
+}
+
 }  // namespace stallscope

@@ -4,8 +4,10 @@
 // the whole element from the tree (which costs a port's ~60 map entries, host_stats' 23 fields).
 #pragma once
 
+#include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "libstallscope/model/snapshot.h"
 
@@ -36,6 +38,8 @@ void parse_kept_counter(std::string_view pointer, KeptCounter& out);
 // The counter (gauge) `c` names in `s`, or null when `s` has no such element or map entry or `c` names
 // the other kind.
 Counter* kept_counter(Snapshot& s, const KeptCounter& c);
+// kept_counter of each of `list` that names one, into `out` (assigned over).
+void kept_counters(Snapshot& s, std::span<const KeptCounter> list, std::vector<const Counter*>& out);
 Gauge* kept_gauge(Snapshot& s, const KeptCounter& c);
 
 }  // namespace stallscope

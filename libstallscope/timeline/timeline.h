@@ -115,6 +115,9 @@ class TimelineVisitor {
     // A visitor that only looks, or that copy-assigns into storage of its own (Profiler::observe(const
     // Snapshot&) assigns into its previous sample, reusing its nodes), overrides this to save that copy.
     virtual void sample_view(const Snapshot& snapshot) { sample(Snapshot(snapshot)); }
+    // sample_view with the lender's shape promise (SnapshotShape, snapshot.h): what the v2 reader calls.
+    // A visitor that profiles passes the shape on (Profiler::observe_view_for_verdict).
+    virtual void sample_lent(const Snapshot& snapshot, SnapshotShape) { sample_view(snapshot); }
     virtual void event(const Json&) {}
     virtual void verdict(const Json&) {}
 };

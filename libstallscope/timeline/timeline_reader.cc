@@ -5,6 +5,8 @@
 // the snapshot kept from the previous sample.
 #include <simdjson.h>
 
+#include <utility>
+
 #include "libstallscope/timeline/kept_counter.h"
 #include "libstallscope/timeline/plain_record.h"
 #include "libstallscope/timeline/simdjson_tree.h"
@@ -181,6 +183,7 @@ class Reader {
     bool read_keys(simdjson::dom::array list, std::size_t number) {
         add_keys_used_ = 0;
         add_targets_.clear();
+        shape_ = SnapshotShape::fresh();  // its moving counters are this list's
         for (simdjson::dom::element key : list) {
             std::string_view text, source;
             std::uint64_t factor = 0;
@@ -380,6 +383,7 @@ class Reader {
         problems_.clear();
         kept_ = snapshot_from_json(decoder_.tree(), problems_);
         ++kept_layout_;
+        shape_ = SnapshotShape::fresh();
         // A tree with problems is read whole every sample, so each sample warns about all of them as
         // before; a clean one is updated field by field.
         kept_clean_ = problems_.empty();
@@ -396,6 +400,8 @@ class Reader {
                 (field == SnapshotField::interfaces || field == SnapshotField::rdma ||
                  field == SnapshotField::gpus))
                 ++kept_layout_;  // elements re-read: their counter maps are new
+            if ((touched_.whole(f) || !touched_.elements(f).empty()) && holds_counters(field))
+                shape_ = SnapshotShape::fresh();  // re-read: more than values may have changed
             if (touched_.whole(f)) {
                 read_snapshot_field(decoder_.tree(), field, kept_, problems_);
                 continue;
@@ -412,7 +418,11 @@ class Reader {
 
     void hand_out(std::size_t number) {
         for (const auto& p : problems_) warn(number, p);
-        visitor_.sample_view(kept_);
+        if (std::exchange(moving_for_, shape_.id) != shape_.id)  // what "keys" names: all "a" can move
+            kept_counters(kept_, {add_kept_.data(), add_keys_used_}, moving_);
+        shape_.moving_known = kept_clean_;
+        shape_.moving = moving_;
+        visitor_.sample_lent(kept_, shape_);
         warned_no_tree_ = false;
     }
 
@@ -453,6 +463,9 @@ class Reader {
     // The last v2 sample as read, and what this record changed in it.
     Snapshot kept_;
     std::uint64_t kept_layout_ = 1;  // bumped whenever kept_'s interfaces, ports or GPUs are re-read
+    SnapshotShape shape_;            // renewed whenever anything of kept_ is re-read, not only written to
+    std::vector<const Counter*> moving_;  // kept_'s counters named by "keys", found for shape moving_for_
+    std::uint64_t moving_for_ = 0;
     bool kept_clean_ = false;
     TouchedFields touched_;
     std::vector<std::string> problems_;

@@ -60,4 +60,9 @@ void TouchedFields::clear() {
     }
 }
 
+bool holds_counters(SnapshotField field) {
+    return field == SnapshotField::host_stats || field == SnapshotField::interfaces ||
+           field == SnapshotField::rdma || field == SnapshotField::gpus || field == SnapshotField::job_cgroup;
+}
+
 }  // namespace stallscope

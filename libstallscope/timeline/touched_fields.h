@@ -22,6 +22,10 @@ struct TouchTarget {
 
 TouchTarget touch_target(std::string_view pointer);
 
+// Whether re-reading `field` can move counters: the parts of a Snapshot a SnapshotShape speaks of
+// (host_stats, interfaces, rdma, gpus, job_cgroup); time, context, events and the rest may change freely.
+bool holds_counters(SnapshotField field);
+
 class TouchedFields {
   public:
     static constexpr std::size_t kFields = static_cast<std::size_t>(SnapshotField::count);

@@ -2,9 +2,13 @@
 // it read: the same Profiler the helper runs live, its verdict, and the verdict's JSON. And the v2 reader's
 // shortcuts (a change record's numbers placed in the kept sample, only touched fields re-read) against
 // reading every sample whole from the decoded tree: the same samples and warnings, whatever the records.
+// And replay's own path (the lent sample profiled under the reader's shape promise, the rates read
+// through kept pointers) against profiling a copy of each sample: the same verdict.
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "libstallscope/model/rates_tracker.h"
+#include "libstallscope/model/snapshot_json.h"
 #include "libstallscope/rules/profiler.h"
 #include "libstallscope/timeline/timeline.h"
 #include "tests/fuzz/fuzz_input.h"
@@ -48,6 +52,34 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     FUZZ_CHECK(warnings.size() <= kMaxWarnings + 1);
     const StepVerdict verdict = profiler.verdict();
     (void)to_json(verdict).dump();  // throws on invalid UTF-8: the reader must let none through
+
+    // As replay profiles: the lent sample, under the reader's SnapshotShape. And the rates the shape
+    // lets a tracker take (kept pointers, only the counters "keys" names) against compute_rates on
+    // copies of the samples: the reader's promise checked on every record.
+    struct Lent final : TimelineVisitor {
+        Profiler profiler{Thresholds{}};
+        RatesTracker tracker;
+        std::optional<Snapshot> previous;
+        void sample(Snapshot&& snapshot) override { profiler.observe_view_for_verdict(snapshot); }
+        void sample_lent(const Snapshot& snapshot, SnapshotShape shape) override {
+            profiler.observe_view_for_verdict(snapshot, shape);
+            const Rates* rates = tracker.update(snapshot, shape);
+            if (previous) {
+                FUZZ_CHECK(rates != nullptr);
+                const auto text = [](const Rates& r) {
+                    return to_json(r).dump(-1, ' ', false, Json::error_handler_t::replace);
+                };
+                FUZZ_CHECK(text(*rates) == text(compute_rates(*previous, snapshot)));
+            }
+            previous = snapshot;
+        }
+    } lent;
+    std::vector<std::string> lent_warnings;
+    std::string lent_error;
+    FUZZ_CHECK(::lseek(fd, 0, SEEK_SET) == 0);
+    FUZZ_CHECK(visit_timeline_fd(fd, "fuzz-input", lent, lent_warnings, lent_error) == read);
+    FUZZ_CHECK(to_json(lent.profiler.verdict()).dump(-1, ' ', false, Json::error_handler_t::replace) ==
+               to_json(verdict).dump(-1, ' ', false, Json::error_handler_t::replace));
 
     Collect whole;
     TimelineReadLimits whole_samples;

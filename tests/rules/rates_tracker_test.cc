@@ -116,3 +116,96 @@ TEST_CASE("A steady layout is rewritten in place: the same cells every sample") 
     CHECK(cell->delta == 1500);
     CHECK(tracker.rebuilds() == 2);
 }
+
+// A producer that lends one Snapshot and writes the next sample's values into it (the v2 reader): under a
+// steady shape the tracker reads the counters through the pointers it kept, and must still give exactly
+// compute_rates; a changed structure comes with a fresh shape, a counter turning null under the same one.
+TEST_CASE("A sample lent under one shape is read through kept pointers: still compute_rates") {
+    std::vector<Snapshot> series;
+    for (int i = 0; i < 10; ++i) series.push_back(counting_node(i, 10 + i * i));
+    series[4].rdma[0].hw_counters["out_of_buffer"].reset();  // a value written null: same shape
+    series[7].interfaces.pop_back();                         // structure changed: a new shape
+    series[8].interfaces.pop_back();
+    series[9].interfaces.pop_back();
+    Snapshot lent = series[0];
+    RatesTracker tracker;
+    SnapshotShape shape = SnapshotShape::fresh();
+    CHECK(tracker.update(lent, shape) == nullptr);
+    for (std::size_t i = 1; i < series.size(); ++i) {
+        CAPTURE(i);
+        const Counter* before = &lent.rdma[0].counters.begin()->second;
+        if (i == 7) shape = SnapshotShape::fresh();
+        lent = series[i];  // same sizes: std::vector and FlatMap assign element-wise, in place
+        if (i != 7) REQUIRE(&lent.rdma[0].counters.begin()->second == before);
+        const Rates* r = tracker.update(lent, shape);
+        REQUIRE(r != nullptr);
+        CHECK(to_json(*r).dump() == to_json(compute_rates(series[i - 1], series[i])).dump());
+        CHECK(same_values(tracker.rdma_values(), rdma_maps(series[i])));
+    }
+    // Rebuilt: samples 0 and 1 (no rates yet to find cells in), 4 and 5 (the null comes and goes), 7 (the
+    // new shape's walk finds an interface missing). Every other one is read through the kept pointers.
+    CHECK(tracker.rebuilds() == 5);
+    CHECK(tracker.shaped_updates() == 5);  // samples 2, 3, 6, 8, 9
+}
+
+TEST_CASE("A shape speaks of one object: another Snapshot under the same id is walked") {
+    const Snapshot a0 = counting_node(0, 10), a1 = counting_node(1, 20), a2 = counting_node(2, 40);
+    Snapshot b2 = a2;
+    b2.rdma[0].counters.begin()->second = 7;  // a different value at a different address
+    RatesTracker tracker;
+    const SnapshotShape shape = SnapshotShape::fresh();
+    tracker.update(a0, shape);
+    tracker.update(a1, shape);
+    const Rates* r = tracker.update(b2, shape);
+    REQUIRE(r != nullptr);
+    CHECK(to_json(*r).dump() == to_json(compute_rates(a1, b2)).dump());
+    CHECK(tracker.shaped_updates() == 0);
+    CHECK(SnapshotShape::fresh().id != SnapshotShape::fresh().id);
+}
+
+// The v2 reader also names the counters its records can move (its "keys"): under such a shape the
+// tracker reads only those, once the others' cells are zero. Some counters move, the rest stand still,
+// one of the moving ones turns null and back, a pause counter named like a column shares a cell.
+TEST_CASE("A shape naming the moving counters: only those read, still compute_rates") {
+    const auto moving_of = [](Snapshot& s) {
+        return std::vector<const Counter*>{&s.interfaces[0].rx_packets, &s.rdma[1].hw_counters["np_cnp_sent"],
+                                           &s.gpus[0].energy_mj, &s.gpus[0].memory_used_bytes,
+                                           &s.host_stats.oom_kills};
+    };
+    for (const bool aliased : {false, true}) {
+        CAPTURE(aliased);
+        std::vector<Snapshot> series{counting_node(0, 10), counting_node(1, 11)};  // all move once
+        if (aliased)
+            for (Snapshot& s : series) s.interfaces[0].pause["rx_packets"] = 1;  // writes the column's cell
+        for (int i = 2; i < 9; ++i) {
+            Snapshot s = series.back();
+            s.time = i;
+            for (const Counter* c : moving_of(s)) {
+                Counter& moved = const_cast<Counter&>(*c);
+                moved = i == 5 && c == &s.gpus[0].energy_mj ? Counter{} : Counter{10 * i * i + 3u};
+            }
+            series.push_back(s);
+        }
+        Snapshot lent = series[0];
+        const std::vector<const Counter*> moving = moving_of(lent);
+        SnapshotShape shape = SnapshotShape::fresh();
+        shape.moving_known = true;
+        shape.moving = moving;
+        RatesTracker tracker;
+        tracker.update(lent, shape);
+        for (std::size_t i = 1; i < series.size(); ++i) {
+            CAPTURE(i);
+            lent = series[i];  // in place: the pointers in `moving` stay good
+            const Rates* r = tracker.update(lent, shape);
+            REQUIRE(r != nullptr);
+            CHECK(to_json(*r).dump() == to_json(compute_rates(series[i - 1], series[i])).dump());
+            CHECK(same_values(tracker.rdma_values(), rdma_maps(series[i])));
+        }
+        // Rebuilt: 0, 1 (no rates yet), 5 (the counter turned null) and 7 (its row needs the cell again,
+        // the interval after it came back). 2, 6 and 8 write every cell (the still counters' cells zeroed
+        // after a bind); 3 and 4 only the moving ones, unless a cell is shared.
+        CHECK(tracker.rebuilds() == 4);
+        CHECK(tracker.shaped_updates() == 5);
+        CHECK(tracker.moving_only_updates() == (aliased ? 0 : 2));
+    }
+}
