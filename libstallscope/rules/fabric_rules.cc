@@ -60,6 +60,9 @@ void rdma_congestion_rule(const RuleInput& in, Findings& out) {
         Finding& f =
             out.add("fabric_congestion", "fabric", "warning", kLabelSlow, SubjectKind::kPort, 0, "network");
         f.reason.subject.assign(key);
+        if (as_sender) f.score = handled_s / std::max(in.t.cnp_handled_per_s, 1e-9);
+        if (as_receiver) f.score = std::max(f.score, ecn_s / std::max(in.t.ecn_marked_per_s, 1e-9));
+        if (!out.details_wanted(f)) continue;
         Evidence& ev = f.reason.evidence;
         ev["interval_seconds"] = r.interval_seconds;
         if (handled) ev["rp_cnp_handled_per_s"] = handled_s;
@@ -72,7 +75,6 @@ void rdma_congestion_rule(const RuleInput& in, Findings& out) {
             append_parts(msg, key, ": ", fmt_num(handled_s), " CNPs/s handled (threshold ",
                          fmt_num(in.t.cnp_handled_per_s),
                          "/s) — RoCE congestion control is slowing this host's senders");
-            f.score = handled_s / std::max(in.t.cnp_handled_per_s, 1e-9);
         }
         if (as_receiver) {
             if (msg.empty())
@@ -81,7 +83,6 @@ void rdma_congestion_rule(const RuleInput& in, Findings& out) {
                 msg += "; ";
             append_parts(msg, fmt_num(ecn_s), " ECN-marked packets/s received (threshold ",
                          fmt_num(in.t.ecn_marked_per_s), "/s) — the fabric path into this host is congested");
-            f.score = std::max(f.score, ecn_s / std::max(in.t.ecn_marked_per_s, 1e-9));
         }
         ev["direction"] = std::string(as_sender && as_receiver ? "both" : as_sender ? "sender" : "receiver");
     }
@@ -317,35 +318,38 @@ void PortStateRule::evaluate(const RuleInput& in, Findings& out) {
             continue;
         }
         // A port that is down stays down: these fire every sample of the step (an uncabled port on many
-        // nodes), so they are written into the kept slots.
+        // nodes), so they are written into the kept slots; nullptr when nobody reads their text.
         const auto add_port = [&](const char* code, const char* severity, const char* label, double score,
-                                  const char* hint) -> Finding& {
+                                  const char* hint) -> Finding* {
             Finding& f = out.add(code, "fabric", severity, label, SubjectKind::kPort, score, hint);
             f.reason.subject.assign(key);
+            if (!out.details_wanted(f)) return nullptr;
             f.reason.evidence["state"] = port.state;
             f.reason.evidence["phys_state"] = port.phys_state;
-            return f;
+            return &f;
         };
         const std::string_view phys = port.phys_state.empty() ? std::string_view("?") : port.phys_state;
         const bool polling = port.phys_state == "Polling" || port.phys_state == "LinkErrorRecovery";
         if (h.was_active || polling) {
-            Finding& f = add_port("fabric_port_down", "critical", kLabelFailRisk, 2, "network");
+            Finding* f = add_port("fabric_port_down", "critical", kLabelFailRisk, 2, "network");
+            if (!f) continue;
             append_parts(
-                f.reason.message, key, ": port is ", port.state, " (", phys, ")",
+                f->reason.message, key, ": port is ", port.state, " (", phys, ")",
                 h.was_active ? " after being ACTIVE in this step" : " — cable in but the link does not train",
                 "; traffic over it has stopped");
         } else if (auto busy = busy_siblings(in, port); !busy.empty()) {
             // Down before the step, but its siblings carry the job's traffic: a compute rail is missing
             // and every collective on this node runs on fewer rails (SLOW, whenever it went down).
+            Finding* f = add_port("fabric_rail_down", "warning", kLabelSlow, 1.5, "network");
+            if (!f) continue;
             std::string names;
             for (const auto* p : busy) names += (names.empty() ? "" : ", ") + p->key();
-            Finding& f = add_port("fabric_rail_down", "warning", kLabelSlow, 1.5, "network");
-            append_parts(f.reason.message, key, ": port ", port.state, " (", phys,
+            append_parts(f->reason.message, key, ": port ", port.state, " (", phys,
                          ") since the step started while ", std::to_string(busy.size()), " sibling ",
                          port.link_layer, " port(s) carry traffic (", names,
                          ") — a rail is missing, collectives on this node run on the remaining ones");
-            f.reason.evidence["busy_sibling_ports"] = std::move(names);
-            f.reason.evidence["ports_same_link_layer"] = static_cast<double>(
+            f->reason.evidence["busy_sibling_ports"] = std::move(names);
+            f->reason.evidence["ports_same_link_layer"] = static_cast<double>(
                 std::count_if(in.cur.rdma.begin(), in.cur.rdma.end(),
                               [&](const RdmaPort& p) { return p.link_layer == port.link_layer; }));
         } else if (!in.rates && std::any_of(in.cur.rdma.begin(), in.cur.rdma.end(), [&](const RdmaPort& p) {
@@ -353,9 +357,9 @@ void PortStateRule::evaluate(const RuleInput& in, Findings& out) {
                    })) {
             continue;  // rail or unused port: the siblings' traffic tells, from the second sample on
         } else {
-            Finding& f = add_port("fabric_port_inactive", "info", kLabelFast, 1, "");
-            append_parts(f.reason.message, key, ": port ", port.state, " (", port.phys_state,
-                         ") since the step started — not cabled or not used");
+            if (Finding* f = add_port("fabric_port_inactive", "info", kLabelFast, 1, ""))
+                append_parts(f->reason.message, key, ": port ", port.state, " (", port.phys_state,
+                             ") since the step started — not cabled or not used");
         }
     }
 }

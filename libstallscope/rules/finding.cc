@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "libstallscope/rules/verdict.h"
+
 namespace stallscope {
 
 Finding make_finding(const char* code, const char* category, const char* severity, const char* label,
@@ -47,6 +49,10 @@ Finding& Findings::add(const char* code, const char* category, const char* sever
     f.since = 0;
     f.refresh = false;
     return f;
+}
+
+bool Findings::details_wanted(const Finding& f) const {
+    return !verdict_only_ || verdict_only_->wants_details(f);
 }
 
 void Findings::push_back(Finding&& f) {

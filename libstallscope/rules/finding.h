@@ -51,6 +51,8 @@ struct RuleInput {
 // The rows of in.cur.rdma, port by port: the profiler's, or resolved into `local`.
 const std::vector<PortRows>& port_rows(const RuleInput& in, std::vector<PortRows>& local);
 
+class VerdictAccumulator;
+
 struct Finding {
     Reason reason;
     SubjectKind kind = SubjectKind::kOther;
@@ -79,6 +81,14 @@ class Findings {
     void push_back(Finding&& f);  // a finding built whole
     void clear() { size_ = 0; }   // the findings' storage stays for the next sample
 
+    // Whether `f`'s message and evidence will be read. Replay's verdict-only pass
+    // (Profiler::observe_view_for_verdict) hands the findings to the step verdict alone, which keeps them
+    // only when a reason first fires, beats its worst score or refreshes (VerdictAccumulator); a rule
+    // that fires every sample of a days-long job asks, once the finding's subject, score and refresh are
+    // final, and writes neither when the answer is no. Always true outside that pass.
+    bool details_wanted(const Finding& f) const;
+    void set_verdict_only(const VerdictAccumulator* verdict) { verdict_only_ = verdict; }
+
     std::size_t size() const { return size_; }
     bool empty() const { return size_ == 0; }
     Finding& operator[](std::size_t i) { return slots_[i]; }
@@ -96,6 +106,7 @@ class Findings {
     Finding& next_slot();
     std::vector<Finding> slots_;  // [0, size_) this sample's; the rest kept for their storage
     std::size_t size_ = 0;
+    const VerdictAccumulator* verdict_only_ = nullptr;
 };
 
 // Appends each part (std::string, string view, C string) to `out`: a message written into a Finding's

@@ -26,6 +26,7 @@ void gpu_low_utilization_rule(const RuleInput& in, Findings& out) {
     Finding& f = out.add("gpu_low_utilization", "gpu", "warning", kLabelSlow, SubjectKind::kOther,
                          in.t.gpu_util_low_pct / std::max(mean, 1.0));
     f.reason.subject.assign("gpus");
+    if (!out.details_wanted(f)) return;
     append_parts(f.reason.message, "mean GPU utilization ", fmt_num(mean), " % over ", std::to_string(n),
                  " GPU(s) (threshold ", fmt_num(in.t.gpu_util_low_pct),
                  " %) — the GPUs are waiting on input, the host or communication");
@@ -44,6 +45,7 @@ void gpu_memory_high_rule(const RuleInput& in, Findings& out) {
         Finding& f = out.add("gpu_memory_high", "gpu", "warning", kLabelFast, SubjectKind::kGpu,
                              pct / std::max(in.t.gpu_memory_high_pct, 1e-9), "memory");
         gpu_key_into(g, f.reason.subject);
+        if (!out.details_wanted(f)) continue;
         append_parts(f.reason.message, gpu_name(g), ": ", fmt_num(pct), " % of GPU memory in use (threshold ",
                      fmt_num(in.t.gpu_memory_high_pct), " %) — one allocation away from CUDA OOM");
         add_gpu_evidence(g, f.reason.evidence);
@@ -58,6 +60,7 @@ void gpu_temperature_rule(const RuleInput& in, Findings& out) {
         Finding& f = out.add("gpu_temperature_high", "gpu", "warning", kLabelFast, SubjectKind::kGpu,
                              *g.temperature_c / std::max(in.t.gpu_temp_warn_c, 1e-9), "compute");
         gpu_key_into(g, f.reason.subject);
+        if (!out.details_wanted(f)) continue;
         append_parts(f.reason.message, gpu_name(g), ": ", fmt_num(*g.temperature_c), " °C (threshold ",
                      fmt_num(in.t.gpu_temp_warn_c), " °C) — close to hardware thermal slowdown");
         add_gpu_evidence(g, f.reason.evidence);
@@ -83,21 +86,21 @@ void gpu_ecc_rule(const RuleInput& in, Findings& out) {
             }
         }
         // Both stay until the GPU is reset: every sample of the job, written into a kept slot.
-        Finding* f = nullptr;
-        if (g.remapped_rows_failure.value_or(0) > 0) {
-            f = &out.add("gpu_row_remap_failure", "gpu", "critical", kLabelFailRisk, SubjectKind::kGpu, 3);
-            append_parts(f->reason.message, gpu_name(g),
+        const bool failed = g.remapped_rows_failure.value_or(0) > 0;
+        if (!failed && g.remapped_rows_pending.value_or(0) == 0) continue;
+        Finding& f =
+            failed ? out.add("gpu_row_remap_failure", "gpu", "critical", kLabelFailRisk, SubjectKind::kGpu, 3)
+                   : out.add("gpu_row_remap_pending", "gpu", "warning", kLabelFailRisk, SubjectKind::kGpu, 2);
+        gpu_key_into(g, f.reason.subject);
+        if (!out.details_wanted(f)) continue;
+        if (failed)
+            append_parts(f.reason.message, gpu_name(g),
                          ": row remapping failed — no spare rows left, drain the node (RMA)");
-        } else if (g.remapped_rows_pending.value_or(0) > 0) {
-            f = &out.add("gpu_row_remap_pending", "gpu", "warning", kLabelFailRisk, SubjectKind::kGpu, 2);
-            append_parts(f->reason.message, gpu_name(g),
+        else
+            append_parts(f.reason.message, gpu_name(g),
                          ": row remap pending — a memory row failed and the GPU needs a reset before the "
                          "remap takes effect");
-        }
-        if (f) {
-            gpu_key_into(g, f->reason.subject);
-            add_gpu_evidence(g, f->reason.evidence);
-        }
+        add_gpu_evidence(g, f.reason.evidence);
     }
 }
 

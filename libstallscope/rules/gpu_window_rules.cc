@@ -190,6 +190,8 @@ void ThermalThrottleRule::evaluate(const RuleInput& in, Findings& out) {
         Finding& f = out.add("gpu_thermal_throttle", "gpu", "warning", kLabelSlow, SubjectKind::kGpu,
                              drop_pct / std::max(in.t.thermal_clock_drop_pct, 1e-9), "compute");
         gpu_key_into(g, f.reason.subject);
+        f.since = p.since;
+        if (!out.details_wanted(f)) continue;
         append_parts(f.reason.message, gpu_name(g), ": SM clock ", fmt_num(clock), " MHz, ",
                      fmt_num(drop_pct), " % below its peak of ", fmt_num(p.clock),
                      " MHz, while temperature rose ", fmt_num(p.temp), " → ", fmt_num(temp),
@@ -208,7 +210,6 @@ void ThermalThrottleRule::evaluate(const RuleInput& in, Findings& out) {
             for (const auto& n : g.throttle_reasons) names += (names.empty() ? "" : ",") + n;
             ev["throttle_reasons"] = names;
         }
-        f.since = p.since;
     }
 }
 
@@ -242,6 +243,8 @@ void BusyWaitHangRule::evaluate(const RuleInput& in, Findings& out) {
     const bool by_gpm = gpm_sm_active(first).has_value();
     Finding& f = out.add("gpu_busy_wait_hang", "gpu", "critical", kLabelFailRisk, SubjectKind::kGpu, 3);
     gpu_key_into(first, f.reason.subject);
+    f.since = since;
+    if (!out.details_wanted(f)) return;
     std::string& m = f.reason.message;
     append_parts(m, std::to_string(hung.size()), " of ", std::to_string(in.cur.gpus.size()), " GPU(s) (",
                  join_names(hung), ") ");
@@ -265,7 +268,6 @@ void BusyWaitHangRule::evaluate(const RuleInput& in, Findings& out) {
     ev["max_power_fraction"] = worst_frac;
     ev["power_threshold_fraction"] = in.t.hang_power_max_frac;
     ev["samples_threshold"] = in.t.hang_min_samples;
-    f.since = since;
 }
 
 void IdleGpuRule::evaluate(const RuleInput& in, Findings& out) {
@@ -297,6 +299,8 @@ void IdleGpuRule::evaluate(const RuleInput& in, Findings& out) {
     Finding& f = out.add("gpu_idle", "gpu", "warning", kLabelSlow, SubjectKind::kGpu,
                          static_cast<double>(known) / std::max<size_t>(known - idle.size(), 1));
     gpu_key_into(*idle.front(), f.reason.subject);
+    f.since = since;
+    if (!out.details_wanted(f)) return;
     append_parts(f.reason.message, std::to_string(idle.size()), " of ", std::to_string(known),
                  " allocated GPU(s) idle (<= ", fmt_num(in.t.gpu_idle_util_pct), metric,
                  fmt_num(in.cur.time - since), " s: ", join_names(idle), " — the step does not use them");
@@ -308,7 +312,6 @@ void IdleGpuRule::evaluate(const RuleInput& in, Findings& out) {
     ev["idle_seconds"] = in.cur.time - since;
     ev["threshold_pct"] = in.t.gpu_idle_util_pct;
     ev["window_seconds"] = in.t.gpu_idle_window_seconds;
-    f.since = since;
 }
 
 void StragglerRule::evaluate(const RuleInput& in, Findings& out) {

@@ -159,6 +159,12 @@ double VerdictAccumulator::first_seen(const Reason& r, double fallback) const {
     return it == entries_.end() ? fallback : it->second.summary.reason.first_seen;
 }
 
+bool VerdictAccumulator::wants_details(const Finding& f) const {
+    if (f.refresh) return true;
+    const auto it = entries_.find(entry_key(f.reason, key_));
+    return it == entries_.end() || f.score > it->second.worst_score;
+}
+
 void VerdictAccumulator::count_episode(Entry& e, double start, double seconds) {
     Episodes& ep = e.episodes;
     const int index = samples_ - 1;

@@ -41,6 +41,9 @@ class VerdictAccumulator {
   public:
     // When (code, subject) first fired in this run, or `fallback` if it never did.
     double first_seen(const Reason& r, double fallback) const;
+    // Whether add() would read `f`'s message and evidence: it first fires, beats its worst score, or
+    // refreshes (Findings::details_wanted).
+    bool wants_details(const Finding& f) const;
     void add(const SampleOutcome& sample);
     StepVerdict build(const Thresholds& t) const;
 

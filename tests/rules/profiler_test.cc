@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -238,6 +239,79 @@ TEST_CASE("observe_view_for_verdict builds no Profile yet gives the verdict obse
     }
     CHECK(folded.verdict().label == kLabelFailRisk);
     CHECK(folded.verdict().reasons.size() >= 2);
+}
+
+// The verdict-only pass leaves the text of a finding that fires again unwritten (Findings::details_wanted)
+// unless the verdict reads it: its first sample, a new worst score, a refresh. Rules that fire every
+// sample, with scores that rise and fall: the verdict must be the one observe_view builds with every text.
+TEST_CASE("observe_view_for_verdict writes a repeated finding's text only when the verdict keeps it") {
+    Profiler viewed, folded;
+    const double rates[] = {900, 2500, 1200, 4000, 600, 3000, 4000, 800};  // CNPs/s: peak twice at 4000
+    std::uint64_t cnp = 0;
+    for (int i = 0; i <= 40; ++i) {
+        Snapshot s = healthy(i * 10);
+        cnp += static_cast<std::uint64_t>(rates[i % 8] * 10);
+        s.rdma[0].hw_counters["rp_cnp_handled"] = cnp;  // congestion, its score up and down
+        RdmaPort second = s.rdma[0];
+        second.device = "mlx5_1";
+        if (i >= 10) second.state = "DOWN", second.phys_state = "Disabled";  // down after ACTIVE
+        s.rdma.push_back(second);
+        if (i >= 2) s.gpus[3].remapped_rows_pending = 1;                   // every sample from the 3rd on
+        s.gpus[5].memory_used_bytes = (80ull << 30) / 100 * (98 + i % 3);  // 98-100 %
+        s.gpus[6].temperature_c = 85 + (i * 5) % 7;
+        s.gpus[7].utilization_pct = 0, s.gpus[7].power_w = 90;         // idle past the 300 s window
+        if (i % 4 != 0) s.gpus[1].throttle_reasons = {"HW Slowdown"};  // its message refreshes each time
+        viewed.observe_view(s);
+        folded.observe_view_for_verdict(s);
+        CAPTURE(i);
+        REQUIRE(to_json(viewed.verdict()).dump() == to_json(folded.verdict()).dump());
+    }
+    const StepVerdict v = folded.verdict();
+    const auto has = [&](const char* code) {
+        const auto c = codes(v);
+        return std::find(c.begin(), c.end(), code) != c.end();
+    };
+    for (const char* code : {"fabric_congestion", "fabric_port_down", "gpu_row_remap_pending",
+                             "gpu_memory_high", "gpu_temperature_high", "gpu_idle", "gpu_hw_slowdown"})
+        CHECK_MESSAGE(has(code), code);
+    for (const auto& r : v.reasons)
+        if (r.reason.code == "fabric_congestion") {  // the evidence of the worst sample, first reached
+            const auto it = r.worst_evidence.find("rp_cnp_handled_per_s");
+            REQUIRE(it != r.worst_evidence.end());
+            CHECK(std::get<double>(it->second) == doctest::Approx(4000));
+        }
+}
+
+TEST_CASE("The verdict wants a finding's text when it first fires, beats its worst score or refreshes") {
+    VerdictAccumulator verdict;
+    Findings findings;
+    Finding& f = findings.add("gpu_memory_high", "gpu", "warning", kLabelFast, SubjectKind::kGpu, 2);
+    f.reason.subject = "GPU-1";
+    CHECK(verdict.wants_details(f));  // never fired
+    const std::vector<Gpu> gpus;
+    const std::string host = "n1";
+    SampleOutcome sample;
+    sample.findings = &findings;
+    sample.label = kLabelFast;
+    sample.host = &host;
+    sample.gpus = &gpus;
+    verdict.add(sample);
+    CHECK_FALSE(verdict.wants_details(f));  // the same again
+    f.score = 1.5;
+    CHECK_FALSE(verdict.wants_details(f));  // lower
+    f.score = 2.5;
+    CHECK(verdict.wants_details(f));  // a new worst
+    f.score = 1.5;
+    f.refresh = true;
+    CHECK(verdict.wants_details(f));  // its message says "so far": the latest is kept
+    f.refresh = false;
+    f.reason.subject = "GPU-2";
+    CHECK(verdict.wants_details(f));  // another subject: another reason
+    Findings outside;                 // not in a verdict-only pass: every finding's text is written
+    CHECK(outside.details_wanted(f));
+    outside.set_verdict_only(&verdict);
+    f.reason.subject = "GPU-1";
+    CHECK_FALSE(outside.details_wanted(f));
 }
 
 TEST_CASE("Numbers in messages read as printf wrote them: fixed to 0-2 decimals, %.2g below 0.01") {
