@@ -16,44 +16,33 @@ bool read_integers(simdjson::ondemand::value value, std::vector<std::int64_t>& o
     return true;
 }
 
-// Digits of a number's mantissa (before any exponent).
-std::size_t mantissa_digits(std::string_view token) {
-    std::size_t digits = 0;
+// Whether get_number() read `number` from `token` as simdjson 3.0.1 does a decimal of 19 significant
+// digits or more: 0 where a digit other than 0 comes before any exponent.
+bool misread_zero(std::string_view token, double number) {
+    if (number != 0) return false;
     for (const char c : token) {
         if (c == 'e' || c == 'E') break;
-        digits += c >= '0' && c <= '9' ? 1 : 0;
+        if (c >= '1' && c <= '9') return true;
     }
-    return digits;
+    return false;
 }
 
-// As the DOM's get_double reads a number element: an integer converted from its 64-bit value, a float as
-// parsed; an integer past 64 bits is refused here (the DOM decides what it is). A decimal of more than 19
-// digits is refused too: the On Demand parser of simdjson 3.0.1 (Debian 12's) reads some of those wrong,
-// where the DOM reads them right: get_number() gives 0 for them (simdjson issue #2099, fixed in 3.6.4)
-// and get_double() gives 4.8e-05 for 0.12345678901234567890123 (found by the `timeline` fuzz target).
-// stallscope writes at most 17 significant digits; such a number only comes from a hand-edited file.
+// As the DOM's get_double reads a number element: an integer converted, a float as parsed. Through
+// get_number, so an integer past 64 bits is refused here (the DOM decides what it is). But before
+// simdjson 3.6.4 (Debian 12 ships 3.0.1) get_number() leaves the double of a decimal of 19 digits or
+// more at 0 (simdjson issue #2099; found here by the `timeline` fuzz target): a 0 read from digits that
+// say otherwise is refused too, for the DOM, which reads it right. (stallscope writes at most 17
+// significant digits. get_double() is no way out: it reads -0.12345678901234567890123 as -4.8e-05.)
 bool read_numbers(simdjson::ondemand::value value, std::vector<double>& out) {
-    using Type = simdjson::ondemand::number_type;
     simdjson::ondemand::array list;
     if (value.get_array().get(list) != SUCCESS) return false;
     for (auto element : list) {
-        Type type;
-        if (element.get_number_type().get(type) != SUCCESS) return false;
-        double number = 0;
-        std::int64_t signed_value = 0;
-        std::uint64_t unsigned_value = 0;
         std::string_view token;
-        if (type == Type::floating_point_number) {
-            if (element.raw_json_token().get(token) != SUCCESS || mantissa_digits(token) > 19 ||
-                element.get_double().get(number) != SUCCESS)
-                return false;
-        } else if (type == Type::signed_integer) {
-            if (element.get_int64().get(signed_value) != SUCCESS) return false;
-            number = static_cast<double>(signed_value);
-        } else {
-            if (element.get_uint64().get(unsigned_value) != SUCCESS) return false;
-            number = static_cast<double>(unsigned_value);
-        }
+        simdjson::ondemand::number n;
+        if (element.raw_json_token().get(token) != SUCCESS || element.get_number().get(n) != SUCCESS)
+            return false;
+        const double number = n.as_double();
+        if (n.is_double() && misread_zero(token, number)) return false;
         out.push_back(number);
     }
     return true;
