@@ -395,13 +395,12 @@ class Reader {
         if (!kept_clean_ || touched_.everything() || whole_samples_) return emit_kept(number);
         problems_.clear();
         for (std::size_t f = 0; f < TouchedFields::kFields; ++f) {
+            if (!touched_.whole(f) && touched_.elements(f).empty()) continue;
             const auto field = static_cast<SnapshotField>(f);
-            if ((touched_.whole(f) || !touched_.elements(f).empty()) &&
-                (field == SnapshotField::interfaces || field == SnapshotField::rdma ||
-                 field == SnapshotField::gpus))
+            if (field == SnapshotField::interfaces || field == SnapshotField::rdma ||
+                field == SnapshotField::gpus)
                 ++kept_layout_;  // elements re-read: their counter maps are new
-            if ((touched_.whole(f) || !touched_.elements(f).empty()) && holds_counters(field))
-                shape_ = SnapshotShape::fresh();  // re-read: more than values may have changed
+            if (holds_counters(field)) shape_ = SnapshotShape::fresh();  // more than values may have changed
             if (touched_.whole(f)) {
                 read_snapshot_field(decoder_.tree(), field, kept_, problems_);
                 continue;
