@@ -48,6 +48,7 @@ Finding& Findings::add(const char* code, const char* category, const char* sever
     f.hint.assign(hint);
     f.since = 0;
     f.refresh = false;
+    f.late.write = nullptr;  // its texts keep their storage; verdict_owner/entry are the verdict's cache
     return f;
 }
 
@@ -109,9 +110,21 @@ std::string fmt_duration(double seconds) {
 }
 
 std::string gpu_name(const Gpu& gpu) {
-    if (gpu.index >= 0) return "GPU " + std::to_string(gpu.index);
-    if (!gpu.uuid.empty()) return gpu.uuid;
-    return gpu.pci_bus_id.empty() ? "GPU ?" : gpu.pci_bus_id;
+    std::string name;
+    gpu_name_into(gpu, name);
+    return name;
+}
+
+void gpu_name_into(const Gpu& gpu, std::string& out) {
+    if (gpu.index >= 0) {
+        char digits[16];
+        const auto end = std::to_chars(digits, digits + sizeof digits, gpu.index).ptr;
+        out.assign("GPU ").append(digits, end);
+    } else if (!gpu.uuid.empty()) {
+        out.assign(gpu.uuid);
+    } else {
+        out.assign(gpu.pci_bus_id.empty() ? "GPU ?" : gpu.pci_bus_id);
+    }
 }
 
 std::string_view gpu_key_view(const Gpu& gpu, std::string& buf) {

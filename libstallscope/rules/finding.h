@@ -2,6 +2,7 @@
 // rule in libstallscope/rules. A rule is a free function or a small class with `evaluate(in, out)`.
 #pragma once
 
+#include <array>
 #include <optional>
 #include <span>
 #include <string>
@@ -52,6 +53,19 @@ struct RuleInput {
 const std::vector<PortRows>& port_rows(const RuleInput& in, std::vector<PortRows>& local);
 
 class VerdictAccumulator;
+struct VerdictEntry;
+
+// A refreshing finding's message and evidence as the numbers and texts they are written from, and the
+// function that writes them. The step verdict keeps only the last sample's (Finding::refresh), so in
+// replay's verdict-only pass a rule that refreshes every sample (a throttled GPU) hands these over
+// instead, and the verdict writes the text once, when it is built (the rule's message and evidence were
+// 14 % of a vm replay). The rule writes them through the same function when they are wanted at once.
+struct LateDetails {
+    // Writes r.message and r.evidence (r's code and subject are the finding's); nullptr: nothing late.
+    void (*write)(const LateDetails& d, Reason& r) = nullptr;
+    std::array<double, 12> numbers{};
+    std::array<std::string, 2> texts;  // e.g. a GPU's name and uuid
+};
 
 struct Finding {
     Reason reason;
@@ -62,6 +76,14 @@ struct Finding {
     // The message describes the condition so far ("in 80 % of the last 40 s"): the step summary keeps
     // the latest message instead of the first one, which described only the first interval.
     bool refresh = false;
+    // Set (write != nullptr) instead of message and evidence when a refreshing finding's details were
+    // not wanted (Findings::details_wanted): the verdict writes them from these when it is built.
+    LateDetails late;
+    // The step verdict's entry for this finding's reason when this slot last fired: a kept slot fires for
+    // the same reason sample after sample. VerdictAccumulator's cache, checked against the code and
+    // subject before use; nothing else reads it.
+    mutable const VerdictAccumulator* verdict_owner = nullptr;
+    mutable const VerdictEntry* verdict_entry = nullptr;
 };
 
 // The findings of one sample, in the order the rules add them. clear() keeps every Finding it held, with
@@ -85,7 +107,9 @@ class Findings {
     // (Profiler::observe_view_for_verdict) hands the findings to the step verdict alone, which keeps them
     // only when a reason first fires, beats its worst score or refreshes (VerdictAccumulator); a rule
     // that fires every sample of a days-long job asks, once the finding's subject, score and refresh are
-    // final, and writes neither when the answer is no. Always true outside that pass.
+    // final, and writes neither when the answer is no. A refreshing finding (f.refresh) is then wanted
+    // only when it first fires: a rule that refreshes must fill f.late and write its details through
+    // it when they are wanted, and leave f.late set when they are not. Always true outside that pass.
     bool details_wanted(const Finding& f) const;
     void set_verdict_only(const VerdictAccumulator* verdict) { verdict_only_ = verdict; }
 
@@ -138,6 +162,8 @@ std::string fmt_duration(double seconds);
 
 // "GPU 3" (index known) or the uuid / bus id; for messages.
 std::string gpu_name(const Gpu& gpu);
+// The same written into `out` (its storage reused).
+void gpu_name_into(const Gpu& gpu, std::string& out);
 
 // gpu_key(gpu) without building a string: a view of the uuid, or of "gpu<index>" written into `buf`.
 // Valid while `gpu` and `buf` are; for per-sample lookups in the rules' per-GPU state.

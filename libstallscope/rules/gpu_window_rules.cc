@@ -59,22 +59,100 @@ unsigned hw_slowdown_bits(const Gpu& gpu) {
     return bits;
 }
 
+namespace {
+
+struct HwSlowdownKind {
+    unsigned bit;
+    const char* code;
+    const char* what;
+};
+const HwSlowdownKind kHwSlowdownKinds[] = {
+    {kHwPowerBrake, "gpu_power_brake", "HW power brake (external power-brake signal: PSU/board power event)"},
+    {kHwThermal, "gpu_hw_thermal_slowdown", "HW thermal slowdown"},
+    {kHwSlowdown, "gpu_hw_slowdown", "HW slowdown (thermal or power protection)"},
+};
+constexpr std::size_t kHwSlowdownKindCount = sizeof kHwSlowdownKinds / sizeof kHwSlowdownKinds[0];
+
+// The numbers a gpu_hw_slowdown message and evidence are written from (LateDetails::numbers).
+enum HwSlowdownNumber : std::size_t {
+    kKindIndex,
+    kShare,          // per GPU: its share; node-wide: the smallest
+    kWindowTotal,    // seconds the window holds
+    kWindowSetting,  // hw_slowdown_window_seconds
+    kThresholdShare,
+    kGpuIndex,    // per GPU
+    kHasSmClock,  // per GPU: 0/1, then the value
+    kSmClock,
+    kHasPower,
+    kPower,
+    kGpusAffected = kGpuIndex,  // node-wide
+    kGpusTotal = kHasSmClock,
+};
+
+const HwSlowdownKind& kind_of(const LateDetails& d) {
+    return kHwSlowdownKinds[static_cast<std::size_t>(d.numbers[kKindIndex])];
+}
+
+// "of the last 600 s" once the window is full; before that, what was observed ("of the 40 s observed").
+void append_window_words(std::string& message, const LateDetails& d) {
+    const double total = d.numbers[kWindowTotal];
+    if (total + 1e-6 >= d.numbers[kWindowSetting])
+        append_parts(message, "the last ", fmt_num(total), " s");
+    else
+        append_parts(message, "the ", fmt_num(total), " s observed");
+}
+
+// Every GPU of the node: one node-wide condition (a power brake is a board/PSU signal), one reason.
+void write_node_wide_hw_slowdown(const LateDetails& d, Reason& r) {
+    const auto& n = d.numbers;
+    std::string& m = r.message;
+    append_parts(m, "all ", std::to_string(static_cast<long>(n[kGpusAffected])), " GPUs: ", kind_of(d).what,
+                 " in >= ", fmt_num(n[kShare] * 100), " % of ");
+    append_window_words(m, d);
+    append_parts(m, " (threshold ", fmt_num(n[kThresholdShare] * 100),
+                 " %) — node-wide, clocks forced down on every GPU; needs hardware inspection");
+    Evidence& ev = r.evidence;
+    ev["gpus_affected"] = n[kGpusAffected];
+    ev["gpus_total"] = n[kGpusTotal];
+    ev["min_share"] = n[kShare];
+    ev["window_seconds"] = n[kWindowTotal];
+    ev["threshold_share"] = n[kThresholdShare];
+}
+
+// texts: the GPU's name and uuid.
+void write_gpu_hw_slowdown(const LateDetails& d, Reason& r) {
+    const auto& n = d.numbers;
+    std::string& m = r.message;
+    append_parts(m, d.texts[0], ": ", kind_of(d).what, " in ", fmt_num(n[kShare] * 100), " % of ");
+    append_window_words(m, d);
+    append_parts(m, " (threshold ", fmt_num(n[kThresholdShare] * 100),
+                 " %) — clocks forced down, needs hardware inspection");
+    Evidence& ev = r.evidence;
+    ev.reserve(kEvidenceEntries);  // add_gpu_ids, from the numbers
+    ev["gpu_index"] = n[kGpuIndex];
+    if (!d.texts[1].empty()) ev["uuid"] = d.texts[1];
+    ev["share"] = n[kShare];
+    ev["window_seconds"] = n[kWindowTotal];
+    ev["threshold_share"] = n[kThresholdShare];
+    if (n[kHasSmClock] != 0) ev["sm_clock_mhz"] = n[kSmClock];
+    if (n[kHasPower] != 0) ev["power_w"] = n[kPower];
+}
+
+// Written now when the verdict wants them, else left in f.late for the verdict to write when it is built.
+void write_or_defer(Findings& out, Finding& f) {
+    if (!out.details_wanted(f)) return;
+    f.late.write(f.late, f.reason);
+    f.late.write = nullptr;
+}
+
+}  // namespace
+
 void HwSlowdownRule::evaluate(const RuleInput& in, Findings& out) {
     const double now = in.cur.time;
     const double dt = last_time_ >= 0 && now > last_time_ ? now - last_time_ : 0;
     last_time_ = now;
-    struct Kind {
-        unsigned bit;
-        const char* code;
-        const char* what;
-    };
-    static const Kind kinds[] = {
-        {kHwPowerBrake, "gpu_power_brake",
-         "HW power brake (external power-brake signal: PSU/board power event)"},
-        {kHwThermal, "gpu_hw_thermal_slowdown", "HW thermal slowdown"},
-        {kHwSlowdown, "gpu_hw_slowdown", "HW slowdown (thermal or power protection)"},
-    };
-    constexpr std::size_t kKinds = sizeof kinds / sizeof kinds[0];
+    const auto& kinds = kHwSlowdownKinds;
+    constexpr std::size_t kKinds = kHwSlowdownKindCount;
     static_assert(kKinds == sizeof(Window::set) / sizeof(double));
     auto account = [&](Window& w, const Sample& s, double sign) {
         w.total += sign * s.dt;
@@ -108,20 +186,11 @@ void HwSlowdownRule::evaluate(const RuleInput& in, Findings& out) {
             hits[i].push_back({&g, share, total, since});
         }
     }
-    // "of the last 600 s" once the window is full; before that, what was observed ("of the 40 s observed").
-    auto window_words = [&](std::string& message, double total) {
-        if (total + 1e-6 >= in.t.hw_slowdown_window_seconds)
-            append_parts(message, "the last ", fmt_num(total), " s");
-        else
-            append_parts(message, "the ", fmt_num(total), " s observed");
-    };
     for (std::size_t i = 0; i < kKinds; ++i) {
-        const Kind& k = kinds[i];
+        const HwSlowdownKind& k = kinds[i];
         const auto& h = hits[i];
         if (h.empty()) continue;
         if (h.size() >= 2 && h.size() == in.cur.gpus.size()) {
-            // Every GPU of the node: one node-wide condition (a power brake is a board/PSU signal), one
-            // reason.
             double share = 1, total = 0, since = h.front().since;
             for (const Hit& x : h) {
                 share = std::min(share, x.share);
@@ -131,20 +200,18 @@ void HwSlowdownRule::evaluate(const RuleInput& in, Findings& out) {
             Finding& f = out.add(k.code, "gpu", "warning", kLabelSlow, SubjectKind::kOther,
                                  share / std::max(in.t.hw_slowdown_min_share, 1e-9), "compute");
             f.reason.subject.assign("gpus");
-            std::string& m = f.reason.message;
-            append_parts(m, "all ", std::to_string(h.size()), " GPUs: ", k.what,
-                         " in >= ", fmt_num(share * 100), " % of ");
-            window_words(m, total);
-            append_parts(m, " (threshold ", fmt_num(in.t.hw_slowdown_min_share * 100),
-                         " %) — node-wide, clocks forced down on every GPU; needs hardware inspection");
-            Evidence& ev = f.reason.evidence;
-            ev["gpus_affected"] = static_cast<double>(h.size());
-            ev["gpus_total"] = static_cast<double>(in.cur.gpus.size());
-            ev["min_share"] = share;
-            ev["window_seconds"] = total;
-            ev["threshold_share"] = in.t.hw_slowdown_min_share;
             f.since = since;
             f.refresh = true;
+            auto& n = f.late.numbers;
+            n[kKindIndex] = static_cast<double>(i);
+            n[kShare] = share;
+            n[kWindowTotal] = total;
+            n[kWindowSetting] = in.t.hw_slowdown_window_seconds;
+            n[kThresholdShare] = in.t.hw_slowdown_min_share;
+            n[kGpusAffected] = static_cast<double>(h.size());
+            n[kGpusTotal] = static_cast<double>(in.cur.gpus.size());
+            f.late.write = &write_node_wide_hw_slowdown;
+            write_or_defer(out, f);
             continue;
         }
         for (const Hit& x : h) {
@@ -153,20 +220,23 @@ void HwSlowdownRule::evaluate(const RuleInput& in, Findings& out) {
             Finding& f = out.add(k.code, "gpu", "warning", kLabelSlow, SubjectKind::kGpu,
                                  x.share / std::max(in.t.hw_slowdown_min_share, 1e-9), "compute");
             gpu_key_into(g, f.reason.subject);
-            std::string& m = f.reason.message;
-            append_parts(m, gpu_name(g), ": ", k.what, " in ", fmt_num(x.share * 100), " % of ");
-            window_words(m, x.total);
-            append_parts(m, " (threshold ", fmt_num(in.t.hw_slowdown_min_share * 100),
-                         " %) — clocks forced down, needs hardware inspection");
-            Evidence& ev = f.reason.evidence;
-            add_gpu_ids(g, ev);
-            ev["share"] = x.share;
-            ev["window_seconds"] = x.total;
-            ev["threshold_share"] = in.t.hw_slowdown_min_share;
-            if (g.sm_clock_mhz) ev["sm_clock_mhz"] = static_cast<double>(*g.sm_clock_mhz);
-            if (g.power_w) ev["power_w"] = *g.power_w;
             f.since = x.since;
             f.refresh = true;
+            auto& n = f.late.numbers;
+            n[kKindIndex] = static_cast<double>(i);
+            n[kShare] = x.share;
+            n[kWindowTotal] = x.total;
+            n[kWindowSetting] = in.t.hw_slowdown_window_seconds;
+            n[kThresholdShare] = in.t.hw_slowdown_min_share;
+            n[kGpuIndex] = static_cast<double>(g.index);
+            n[kHasSmClock] = g.sm_clock_mhz ? 1 : 0;
+            n[kSmClock] = g.sm_clock_mhz ? static_cast<double>(*g.sm_clock_mhz) : 0;
+            n[kHasPower] = g.power_w ? 1 : 0;
+            n[kPower] = g.power_w ? *g.power_w : 0;
+            gpu_name_into(g, f.late.texts[0]);
+            f.late.texts[1].assign(g.uuid);
+            f.late.write = &write_gpu_hw_slowdown;
+            write_or_defer(out, f);
         }
     }
 }

@@ -141,8 +141,7 @@ Profile Profiler::profile(const Snapshot& s, bool with_reasons, SnapshotShape sh
     Findings& findings = findings_;
     findings.set_verdict_only(with_reasons ? nullptr : &verdict_);  // what the Profile would show
     run_rules(in, findings);
-    for (Finding& f : findings)
-        f.reason.first_seen = verdict_.first_seen(f.reason, f.since > 0 ? f.since : s.time);
+    for (Finding& f : findings) f.reason.first_seen = verdict_.first_seen(f, f.since > 0 ? f.since : s.time);
 
     Profile p;
     int worst = 0;

@@ -154,19 +154,30 @@ double reason_confidence(const std::string& severity, double score) {
     return std::clamp(0.6 + 0.1 * past, 0.6, 0.9);
 }
 
-double VerdictAccumulator::first_seen(const Reason& r, double fallback) const {
-    auto it = entries_.find(entry_key(r, key_));
-    return it == entries_.end() ? fallback : it->second.summary.reason.first_seen;
+const VerdictEntry* VerdictAccumulator::find_entry(const Finding& f) const {
+    if (const Entry* e = f.verdict_entry; e && f.verdict_owner == this &&
+                                          e->summary.reason.code == f.reason.code &&
+                                          e->summary.reason.subject == f.reason.subject)
+        return e;
+    const auto it = entries_.find(entry_key(f.reason, key_));
+    if (it == entries_.end()) return nullptr;
+    f.verdict_owner = this;
+    f.verdict_entry = &it->second;  // map nodes stay put, and entries are never erased
+    return &it->second;
+}
+
+double VerdictAccumulator::first_seen(const Finding& f, double fallback) const {
+    const Entry* e = find_entry(f);
+    return e ? e->summary.reason.first_seen : fallback;
 }
 
 bool VerdictAccumulator::wants_details(const Finding& f) const {
-    if (f.refresh) return true;
-    const auto it = entries_.find(entry_key(f.reason, key_));
-    return it == entries_.end() || f.score > it->second.worst_score;
+    const Entry* e = find_entry(f);
+    return !e || (!f.refresh && f.score > e->worst_score);
 }
 
 void VerdictAccumulator::count_episode(Entry& e, double start, double seconds) {
-    Episodes& ep = e.episodes;
+    Entry::Episodes& ep = e.episodes;
     const int index = samples_ - 1;
     if (ep.count > 0 && ep.last_sample == index - 1) {
         ep.current += seconds;
@@ -205,47 +216,47 @@ void VerdictAccumulator::add(const SampleOutcome& s) {
     if (s.mean_gpu_util) util_sum_ += *s.mean_gpu_util, ++util_samples_;
     if (!s.activity_hint.empty() && s.activity_hint != "unknown") ++activity_hints_[s.activity_hint];
     if (!s.findings) return;
-    // One count per (code, subject) per sample. A handful of findings per sample: a linear scan of
-    // strings reused between samples instead of a std::set built (and allocated) every time.
-    std::size_t fired = 0;
     for (const Finding& f : *s.findings) {
-        const std::string& key = entry_key(f.reason, key_);
-        if (std::find(fired_.begin(), fired_.begin() + static_cast<std::ptrdiff_t>(fired), key) !=
-            fired_.begin() + static_cast<std::ptrdiff_t>(fired))
-            continue;
-        if (fired == fired_.size()) fired_.emplace_back();
-        fired_[fired++].assign(key);
-        auto it = entries_.find(key);
-        const bool fresh = it == entries_.end();
-        if (fresh) it = entries_.try_emplace(key).first;
-        Entry& e = it->second;
+        // Entries are found through the finding (find_entry), and inserted here: only add() changes them.
+        auto* e = const_cast<Entry*>(find_entry(f));
+        const bool fresh = e == nullptr;
         if (fresh) {
-            e.summary.reason = f.reason;
-            e.kind = f.kind;
-            e.hint = f.hint;
-            e.first_score = e.worst_score = f.score;
+            e = &entries_.try_emplace(entry_key(f.reason, key_)).first->second;
+            f.verdict_owner = this;
+            f.verdict_entry = e;
+        }
+        if (e->counted_in == samples_) continue;  // one count per (code, subject) per sample
+        e->counted_in = samples_;
+        if (fresh) {
+            e->summary.reason = f.reason;
+            e->kind = f.kind;
+            e->hint = f.hint;
+            e->first_score = e->worst_score = f.score;
             // A windowed rule knows its condition began before it fired: count that time too.
-            e.summary.duration_seconds = f.since > 0 && f.since < s.time ? s.time - f.since : s.interval;
-            count_episode(e, s.time - e.summary.duration_seconds, e.summary.duration_seconds);
+            e->summary.duration_seconds = f.since > 0 && f.since < s.time ? s.time - f.since : s.interval;
+            count_episode(*e, s.time - e->summary.duration_seconds, e->summary.duration_seconds);
         } else {
-            e.summary.duration_seconds += s.interval;
-            count_episode(e, s.time - s.interval, s.interval);
-            if (f.score > e.worst_score) {
-                e.worst_score = f.score;
-                if (!f.refresh) e.summary.worst_evidence = f.reason.evidence;
+            e->summary.duration_seconds += s.interval;
+            count_episode(*e, s.time - s.interval, s.interval);
+            if (f.score > e->worst_score) {
+                e->worst_score = f.score;
+                if (!f.refresh) e->summary.worst_evidence = f.reason.evidence;
             }
-            if (f.refresh) {
-                e.summary.reason.message = f.reason.message;
-                e.summary.worst_evidence = f.reason.evidence;
+            if (f.refresh && f.late.write) {
+                e->late = f.late;  // written by build()
+            } else if (f.refresh) {
+                e->late.write = nullptr;
+                e->summary.reason.message = f.reason.message;
+                e->summary.worst_evidence = f.reason.evidence;
             }
-            if (label_rank(f.reason.label) > label_rank(e.summary.reason.label)) {
+            if (label_rank(f.reason.label) > label_rank(e->summary.reason.label)) {
                 // e.g. packet loss that crossed from SLOW to FAIL_RISK: the step carries the worse label
-                e.summary.reason.label = f.reason.label;
-                e.summary.reason.severity = f.reason.severity;
+                e->summary.reason.label = f.reason.label;
+                e->summary.reason.severity = f.reason.severity;
             }
         }
-        e.summary.last_seen = s.time;
-        ++e.summary.samples;
+        e->summary.last_seen = s.time;
+        ++e->summary.samples;
     }
 }
 
@@ -270,6 +281,14 @@ StepVerdict VerdictAccumulator::build(const Thresholds& t) const {
     std::set<std::string> hints;
     for (const auto& [key, e] : entries_) {
         ReasonSummary s = e.summary;
+        if (e.late.write) {  // the latest refresh, as add() would have kept it
+            Reason written;
+            written.code = s.reason.code;
+            written.subject = s.reason.subject;
+            e.late.write(e.late, written);
+            s.reason.message = std::move(written.message);
+            s.worst_evidence = std::move(written.evidence);
+        }
         s.share = step > 0 ? std::min(1.0, s.duration_seconds / step)
                            : static_cast<double>(s.samples) / std::max(samples_, 1);
         const std::string& label = s.reason.label;

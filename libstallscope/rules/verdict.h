@@ -37,17 +37,9 @@ struct SampleOutcome {
     std::string activity_hint;                  // issue 15: a FAST sample's hint (GPM-based where present)
 };
 
-class VerdictAccumulator {
-  public:
-    // When (code, subject) first fired in this run, or `fallback` if it never did.
-    double first_seen(const Reason& r, double fallback) const;
-    // Whether add() would read `f`'s message and evidence: it first fires, beats its worst score, or
-    // refreshes (Findings::details_wanted).
-    bool wants_details(const Finding& f) const;
-    void add(const SampleOutcome& sample);
-    StepVerdict build(const Thresholds& t) const;
-
-  private:
+// One reason of the step as VerdictAccumulator keeps it (outside the class only so that a Finding can
+// point at its entry, Finding::verdict_entry).
+struct VerdictEntry {
     // Episodes of one reason: maximal runs of consecutive samples in which it fired.
     struct Episodes {
         int count = 0;
@@ -61,15 +53,35 @@ class VerdictAccumulator {
         double longest_later = 0;     // longest episode after the first
         bool first_at_start = false;  // the first episode began with the step's first sample
     };
-    struct Entry {
-        ReasonSummary summary;
-        SubjectKind kind = SubjectKind::kOther;
-        std::string hint;
-        double first_score = 0, worst_score = 0;
-        Episodes episodes;
-    };
+    ReasonSummary summary;
+    SubjectKind kind = SubjectKind::kOther;
+    std::string hint;
+    double first_score = 0, worst_score = 0;
+    Episodes episodes;
+    int counted_in = -1;  // the last sample (count) that counted it: once per sample, however many fire
+    // The latest refresh's message and evidence, when they came as numbers (Finding::late): written into
+    // the summary by build().
+    LateDetails late;
+};
+
+class VerdictAccumulator {
+  public:
+    // When f's reason (code, subject) first fired in this run, or `fallback` if it never did.
+    double first_seen(const Finding& f, double fallback) const;
+    // Whether add() would read `f`'s message and evidence: it first fires or beats its worst score
+    // (Findings::details_wanted). A refreshing finding is wanted only when it first fires: add() takes
+    // the later ones' details from f.late.
+    bool wants_details(const Finding& f) const;
+    void add(const SampleOutcome& sample);
+    StepVerdict build(const Thresholds& t) const;
+
+  private:
+    using Entry = VerdictEntry;
+    // f's entry, or nullptr when its reason never fired: through the finding's cached pointer when that
+    // still names the same reason (one compare of code and subject), else by key (remembered for next time).
+    const Entry* find_entry(const Finding& f) const;
     void count_episode(Entry& e, double start, double seconds);
-    std::map<std::string, Entry> entries_;          // key: code + '\x1f' + subject
+    std::map<std::string, Entry> entries_;          // key: code + '\x1f' + subject; never erased
     std::map<std::string, std::string> gpu_names_;  // gpu_key -> "GPU 3"
     std::string host_;
     int gpus_allocated_ = 0, gpus_measured_ = 0;
@@ -82,7 +94,6 @@ class VerdictAccumulator {
     std::map<std::string, int> activity_hints_;  // issue 15: FAST samples per hint
     // Working space reused between samples (no allocation per finding once warmed up).
     mutable std::string key_;
-    std::vector<std::string> fired_;
 };
 
 // Confidence of one reason from its severity and how far past its threshold it was (score).

@@ -261,6 +261,8 @@ TEST_CASE("observe_view_for_verdict writes a repeated finding's text only when t
         s.gpus[6].temperature_c = 85 + (i * 5) % 7;
         s.gpus[7].utilization_pct = 0, s.gpus[7].power_w = 90;         // idle past the 300 s window
         if (i % 4 != 0) s.gpus[1].throttle_reasons = {"HW Slowdown"};  // its message refreshes each time
+        if (i >= 6)  // every GPU: one node-wide reason, refreshing too
+            for (Gpu& g : s.gpus) g.throttle_reasons.push_back("HW Power Brake Slowdown");
         viewed.observe_view(s);
         folded.observe_view_for_verdict(s);
         CAPTURE(i);
@@ -271,8 +273,9 @@ TEST_CASE("observe_view_for_verdict writes a repeated finding's text only when t
         const auto c = codes(v);
         return std::find(c.begin(), c.end(), code) != c.end();
     };
-    for (const char* code : {"fabric_congestion", "fabric_port_down", "gpu_row_remap_pending",
-                             "gpu_memory_high", "gpu_temperature_high", "gpu_idle", "gpu_hw_slowdown"})
+    for (const char* code :
+         {"fabric_congestion", "fabric_port_down", "gpu_row_remap_pending", "gpu_memory_high",
+          "gpu_temperature_high", "gpu_idle", "gpu_hw_slowdown", "gpu_power_brake"})
         CHECK_MESSAGE(has(code), code);
     for (const auto& r : v.reasons)
         if (r.reason.code == "fabric_congestion") {  // the evidence of the worst sample, first reached
@@ -282,7 +285,7 @@ TEST_CASE("observe_view_for_verdict writes a repeated finding's text only when t
         }
 }
 
-TEST_CASE("The verdict wants a finding's text when it first fires, beats its worst score or refreshes") {
+TEST_CASE("The verdict wants a finding's text when it first fires or beats its worst score") {
     VerdictAccumulator verdict;
     Findings findings;
     Finding& f = findings.add("gpu_memory_high", "gpu", "warning", kLabelFast, SubjectKind::kGpu, 2);
@@ -301,16 +304,18 @@ TEST_CASE("The verdict wants a finding's text when it first fires, beats its wor
     CHECK_FALSE(verdict.wants_details(f));  // lower
     f.score = 2.5;
     CHECK(verdict.wants_details(f));  // a new worst
-    f.score = 1.5;
+    f.score = 2.5;
     f.refresh = true;
-    CHECK(verdict.wants_details(f));  // its message says "so far": the latest is kept
-    f.refresh = false;
+    CHECK_FALSE(verdict.wants_details(f));  // "so far": the latest is kept, from f.late when built
     f.reason.subject = "GPU-2";
-    CHECK(verdict.wants_details(f));  // another subject: another reason
-    Findings outside;                 // not in a verdict-only pass: every finding's text is written
+    CHECK(verdict.wants_details(f));  // another subject: another reason, first firing
+    f.refresh = false;
+    CHECK(verdict.wants_details(f));
+    Findings outside;  // not in a verdict-only pass: every finding's text is written
     CHECK(outside.details_wanted(f));
     outside.set_verdict_only(&verdict);
     f.reason.subject = "GPU-1";
+    f.score = 1.5;
     CHECK_FALSE(outside.details_wanted(f));
 }
 
