@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 
 #include "libstallscope/rules/gpm_rules.h"  // issue 15
 
@@ -40,6 +41,30 @@ std::string join_names(const std::vector<const Gpu*>& gpus) {
     std::string s;
     for (const Gpu* g : gpus) s += (s.empty() ? "" : ", ") + gpu_name(*g);
     return s;
+}
+
+// Whether any of `busy` could be a straggler, from the spread alone: a peer median lies between the
+// lowest and highest value, so a utilization gap is at most max - min, and a power gap at most
+// 1 - min / max (powers all > 0). Rounding keeps both bounds (each step is monotonic). A healthy node
+// stops here, before the sorts and medians below (6 % of a dgx-h100 replay whose GPUs all ran).
+// False only when neither gap can reach its threshold; a NaN answers true (the full comparison decides).
+bool peers_can_straggle(const std::vector<const Gpu*>& busy, const Thresholds& t) {
+    double util_min = *busy.front()->utilization_pct, util_max = util_min;
+    double power_min = 0, power_max = 0;
+    bool power_seen = false;
+    for (const Gpu* g : busy) {
+        if (std::isnan(*g->utilization_pct) || (g->power_w && std::isnan(*g->power_w))) return true;
+        util_min = std::min(util_min, *g->utilization_pct);
+        util_max = std::max(util_max, *g->utilization_pct);
+        if (!g->power_w) continue;
+        power_min = power_seen ? std::min(power_min, *g->power_w) : *g->power_w;
+        power_max = power_seen ? std::max(power_max, *g->power_w) : *g->power_w;
+        power_seen = true;
+    }
+    const bool util_gap_below = util_max - util_min < t.straggler_util_gap_pct;
+    const bool power_gap_below =
+        !power_seen || (power_min > 0 && 1 - power_min / power_max < t.straggler_power_gap_frac);
+    return !(util_gap_below && power_gap_below);
 }
 
 }  // namespace
@@ -390,6 +415,7 @@ void StragglerRule::evaluate(const RuleInput& in, Findings& out) {
     for (const auto& g : in.cur.gpus)
         if (g.utilization_pct && *g.utilization_pct > in.t.gpu_idle_util_pct) busy.push_back(&g);
     std::map<std::string, Run, std::less<>> next;
+    if (busy.size() >= 2 && !peers_can_straggle(busy, in.t)) busy.clear();  // runs_ cleared below
     if (busy.size() >= 2) {
         std::string buf;
         std::vector<double>&util = util_, &power = power_;  // every busy GPU's, reused between samples

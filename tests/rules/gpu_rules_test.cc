@@ -2,6 +2,8 @@
 
 #include <doctest/doctest.h>
 
+#include <set>
+
 #include "libstallscope/rules/gpu_window_rules.h"
 #include "tests/rules/builders.h"
 
@@ -224,6 +226,59 @@ TEST_CASE("straggler: each GPU is compared with the median of its own peers, tie
         for (const Gpu& x : g) busy += *x.utilization_pct > t.gpu_idle_util_pct;
         CHECK(out.size() == (busy >= 2 ? busy : 0));
     }
+}
+
+TEST_CASE("straggler: a node whose spread cannot reach a gap is passed over, and no straggler is missed") {
+    // The rule skips the medians when max - min utilization is under the utilization gap and
+    // 1 - min/max power under the power gap. Values on a coarse grid land on both thresholds exactly
+    // (a 30-point spread, a 40 % power gap): every GPU the full comparison calls a straggler must be found.
+    Thresholds t;
+    t.straggler_min_samples = 1;
+    const auto median = [](std::vector<double> v) {
+        std::sort(v.begin(), v.end());
+        const std::size_t n = v.size();
+        return n == 0 ? 0 : n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    };
+    std::uint32_t seed = 777;
+    const auto next = [&](std::uint32_t below) {
+        return (seed = seed * 1103515245u + 12345u) / 65536u % below;
+    };
+    int fired = 0, quiet = 0;
+    for (int round = 0; round < 2000; ++round) {
+        CAPTURE(round);
+        std::vector<Gpu> g;
+        const int n = 2 + static_cast<int>(next(7));
+        const bool wide = next(2) == 0;  // half the rounds spread far enough to fire
+        for (int i = 0; i < n; ++i) {
+            g.push_back(gpu(i, 100 - 10 * next(wide ? 5 : 4), 500 - 100 * next(wide ? 3 : 2)));
+            if (next(8) == 0) g.back().power_w.reset();
+        }
+        std::set<std::string> expected;
+        for (const Gpu& self : g) {
+            std::vector<double> util, power;
+            bool every_peer_power = true;
+            for (const Gpu& peer : g)
+                if (&peer != &self) {
+                    util.push_back(*peer.utilization_pct);
+                    if (peer.power_w)
+                        power.push_back(*peer.power_w);
+                    else
+                        every_peer_power = false;
+                }
+            const double power_median = median(power);
+            const bool by_util = median(util) - *self.utilization_pct >= t.straggler_util_gap_pct;
+            const bool by_power = self.power_w && every_peer_power && power_median > 0 &&
+                                  1 - *self.power_w / power_median >= t.straggler_power_gap_frac;
+            if (by_util || by_power) expected.insert(self.uuid);
+        }
+        StragglerRule rule;
+        std::set<std::string> found;
+        for (const Finding& f : run_series(rule, {gpus_at(0, g)}, t)) found.insert(f.reason.subject);
+        CHECK(found == expected);
+        (expected.empty() ? quiet : fired)++;
+    }
+    CHECK(fired > 200);  // both kinds of node were drawn
+    CHECK(quiet > 200);
 }
 
 TEST_CASE("straggler by power alone: only when every peer reports its power") {
