@@ -1,6 +1,7 @@
 #include "libstallscope/rules/gpm_rules.h"
 
 #include <algorithm>
+#include <charconv>
 #include <set>
 
 #include "libstallscope/rules/cgroup_rules.h"
@@ -25,8 +26,10 @@ struct GpmMeans {
 // Means over the step's GPUs with GPM; `skip_spinning` leaves out GPUs the busy-wait rule owns.
 GpmMeans gpm_means(const Snapshot& s, const Thresholds* skip_spinning = nullptr) {
     GpmMeans m;
-    for (const auto& g : s.gpus) {
-        if (!g.gpm || !is_step_gpu(g, s)) continue;
+    const StepGpus step(s);
+    for (std::size_t i = 0; i < s.gpus.size(); ++i) {
+        const Gpu& g = s.gpus[i];
+        if (!g.gpm || !step[i]) continue;
         if (skip_spinning && gpm_spinning(g, *skip_spinning).value_or(false)) continue;
         ++m.gpus;
         m.sm.add(g.gpm->sm_active_pct);
@@ -89,22 +92,55 @@ std::optional<std::string> gpm_bottleneck_hint(const Snapshot& s, const Rates* r
     return std::nullopt;
 }
 
-bool is_step_gpu(const Gpu& g, const Snapshot& s) {
-    const auto& visible = s.context.visible_devices;
-    const auto& gres = s.context.gpus;
-    if (visible.empty() && gres.empty()) return true;
-    auto names = [&](const std::string& entry, const Gpu& gpu) {
+namespace {
+
+// Whether CUDA_VISIBLE_DEVICES or the step's gres indices name `gpu` (by uuid, MIG parent uuid, index).
+bool listed_for_step(const Gpu& gpu, const Snapshot& s) {
+    char digits[16];
+    const std::string_view index(
+        digits,
+        static_cast<std::size_t>(std::to_chars(digits, digits + sizeof digits, gpu.index).ptr - digits));
+    const auto names = [&](std::string_view entry) {
         if (entry == gpu.uuid) return true;
-        if (gpu.mig) return entry == "MIG-" + gpu.mig->parent_uuid || entry == gpu.mig->parent_uuid;
-        return entry == std::to_string(gpu.index);
+        if (gpu.mig) {
+            const std::string_view parent = gpu.mig->parent_uuid;
+            return entry == parent || (entry.starts_with("MIG-") && entry.substr(4) == parent);
+        }
+        return entry == index;
     };
-    auto listed = [&](const Gpu& gpu) {
-        return std::any_of(visible.begin(), visible.end(), [&](const auto& e) { return names(e, gpu); }) ||
-               std::any_of(gres.begin(), gres.end(),
-                           [&](const auto& e) { return e == std::to_string(gpu.index); });
-    };
-    const bool any_listed = std::any_of(s.gpus.begin(), s.gpus.end(), listed);
-    return !any_listed || listed(g);
+    return std::any_of(s.context.visible_devices.begin(), s.context.visible_devices.end(), names) ||
+           std::any_of(s.context.gpus.begin(), s.context.gpus.end(),
+                       [&](const std::string& e) { return e == index; });
+}
+
+}  // namespace
+
+bool is_step_gpu(const Gpu& g, const Snapshot& s) {
+    if (s.context.visible_devices.empty() && s.context.gpus.empty()) return true;
+    const bool any_listed =
+        std::any_of(s.gpus.begin(), s.gpus.end(), [&](const Gpu& gpu) { return listed_for_step(gpu, s); });
+    return !any_listed || listed_for_step(g, s);
+}
+
+StepGpus::StepGpus(const Snapshot& s) : s_(s) {
+    if (s.context.visible_devices.empty() && s.context.gpus.empty()) {
+        every_ = true;
+        return;
+    }
+    bool any_listed = false;
+    for (std::size_t i = 0; i < s.gpus.size(); ++i) {
+        // Past the 64th, only whether any is listed matters here; they are matched again when asked.
+        if (i >= 64 && any_listed) break;
+        if (!listed_for_step(s.gpus[i], s)) continue;
+        any_listed = true;
+        if (i < 64) bits_ |= std::uint64_t{1} << i;
+    }
+    every_ = !any_listed;
+}
+
+bool StepGpus::operator[](std::size_t i) const {
+    if (every_) return true;
+    return i < 64 ? (bits_ >> i & 1) != 0 : listed_for_step(s_.gpus[i], s_);
 }
 
 void gpu_low_sm_activity_rule(const RuleInput& in, Findings& out) {
@@ -137,8 +173,10 @@ void gpu_low_sm_activity_rule(const RuleInput& in, Findings& out) {
 void gpu_link_error_rule(const RuleInput& in, Findings& out) {
     if (!in.rates) return;
     std::string buf;
-    for (const auto& g : in.cur.gpus) {
-        if (!g.interconnect || !is_step_gpu(g, in.cur)) continue;
+    const StepGpus step(in.cur);
+    for (std::size_t i = 0; i < in.cur.gpus.size(); ++i) {
+        const Gpu& g = in.cur.gpus[i];
+        if (!g.interconnect || !step[i]) continue;
         const std::string_view key = gpu_key_view(g, buf);
         const DeltaRow* row = delta_row(in.rates->gpus, key);
         auto delta = [&](CounterName counter) -> std::uint64_t {
@@ -177,8 +215,10 @@ void gpu_link_error_rule(const RuleInput& in, Findings& out) {
 }
 
 void gpu_foreign_process_rule(const RuleInput& in, Findings& out) {
-    for (const auto& g : in.cur.gpus) {
-        if (!g.processes || !is_step_gpu(g, in.cur)) continue;
+    const StepGpus step(in.cur);
+    for (std::size_t i = 0; i < in.cur.gpus.size(); ++i) {
+        const Gpu& g = in.cur.gpus[i];
+        if (!g.processes || !step[i]) continue;
         for (const auto& p : *g.processes) {
             const bool other_job = p.owner == "other_job";
             if (!other_job && p.owner != "other_user") continue;

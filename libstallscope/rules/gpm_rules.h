@@ -3,6 +3,8 @@
 // (yet) in Thresholds are the named constants below.
 #pragma once
 
+#include <cstdint>
+
 #include <optional>
 #include <string>
 #include <vector>
@@ -43,6 +45,19 @@ std::optional<std::string> gpm_bottleneck_hint(const Snapshot& s, const Rates* r
 // hides the others from NVML); else matched by uuid / MIG uuid / index against CUDA_VISIBLE_DEVICES and
 // the step's gres indices. When nothing matches at all (renumbered devices), every GPU counts.
 bool is_step_gpu(const Gpu& gpu, const Snapshot& s);
+
+// is_step_gpu for every GPU of a sample, worked out once for all of them (asking per GPU re-reads every
+// listed entry for every GPU, four times a sample). By position in s.gpus.
+class StepGpus {
+  public:
+    explicit StepGpus(const Snapshot& s);
+    bool operator[](std::size_t i) const;
+
+  private:
+    const Snapshot& s_;
+    bool every_ = false;      // nothing listed, or nothing listed matches: every GPU counts
+    std::uint64_t bits_ = 0;  // the first 64 GPUs; the rest are matched when asked
+};
 
 // gpu_low_sm_activity (SLOW): the step's GPUs read >= kLowSmBusyUtilPct utilization (or none, on MIG)
 // but mean GPM SM activity < kLowSmActivityPct. Its hint says what they wait for (gpm_bottleneck_hint).

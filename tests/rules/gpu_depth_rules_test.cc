@@ -125,6 +125,53 @@ TEST_CASE("step GPUs: by uuid, MIG uuid or index from the scheduler; all when it
     CHECK(is_step_gpu(s.gpus[0], s));
 }
 
+TEST_CASE("StepGpus answers as is_step_gpu for every GPU, past the 64th too") {
+    // Contexts drawn from the forms the scheduler uses (uuid, index, MIG parent uuid with and without
+    // "MIG-", gres indices, names that match nothing) over nodes of 1 to 80 GPUs, some of them MIG.
+    std::uint32_t seed = 99;
+    const auto next = [&](std::uint32_t below) {
+        return (seed = seed * 1103515245u + 12345u) / 65536u % below;
+    };
+    for (int round = 0; round < 300; ++round) {
+        CAPTURE(round);
+        Snapshot s = at(100);
+        const int n = 1 + static_cast<int>(next(round % 10 == 0 ? 80 : 9));
+        for (int i = 0; i < n; ++i) {
+            s.gpus.push_back(gpu(i, 90));
+            if (next(5) == 0) s.gpus.back().mig = MigInstance{"GPU-parent" + std::to_string(next(4)), ""};
+        }
+        const auto pick = [&]() -> std::string {
+            const std::uint32_t i = next(static_cast<std::uint32_t>(n + 10));
+            switch (next(5)) {
+                case 0:
+                    return "GPU-" + std::to_string(i);
+                case 1:
+                    return std::to_string(i);
+                case 2:
+                    return "MIG-GPU-parent" + std::to_string(next(5));
+                case 3:
+                    return "GPU-parent" + std::to_string(next(5));
+                default:
+                    return "nothing" + std::to_string(i);
+            }
+        };
+        for (std::uint32_t k = next(4); k > 0; --k) s.context.visible_devices.push_back(pick());
+        for (std::uint32_t k = next(3); k > 0; --k) s.context.gpus.push_back(std::to_string(next(90)));
+        const StepGpus step(s);
+        for (std::size_t i = 0; i < s.gpus.size(); ++i) {
+            CAPTURE(i);
+            CHECK(step[i] == is_step_gpu(s.gpus[i], s));
+        }
+    }
+    Snapshot big = at(100);  // only a GPU past the 64th is the step's
+    for (int i = 0; i < 70; ++i) big.gpus.push_back(gpu(i, 90));
+    big.context.visible_devices = {"68"};
+    const StepGpus step(big);
+    CHECK(step[68]);
+    CHECK_FALSE(step[3]);
+    CHECK_FALSE(step[69]);
+}
+
 TEST_CASE("a foreign process on a GPU that is not the step's is none of its business") {
     Snapshot s = at(100);
     s.gpus = {gpu(0, 90), gpu(1, 90)};
