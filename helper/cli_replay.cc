@@ -92,9 +92,11 @@ void print(const std::string& path, const Replayed& r, bool json) {
         std::printf("%s: %zu samples\n%s", path.c_str(), result.samples,
                     verdict_text(result.verdict).c_str());
         if (result.matches_recorded)
-            std::printf("  %s\n", *result.matches_recorded
-                                      ? "matches the recorded verdict"
-                                      : "differs from the recorded verdict (other thresholds?)");
+            std::printf(
+                "  %s\n",
+                *result.matches_recorded
+                    ? "matches the recorded verdict"
+                    : "differs from the recorded verdict (other thresholds, or another stallscope version?)");
     }
 }
 

@@ -245,8 +245,10 @@ void VerdictAccumulator::add(const SampleOutcome& s) {
             if (f.refresh && f.late.write) {
                 e->late = f.late;  // written by build()
             } else if (f.refresh) {
+                // The message says "so far": its evidence is the same sample's, not the first one's.
                 e->late.write = nullptr;
                 e->summary.reason.message = f.reason.message;
+                e->summary.reason.evidence = f.reason.evidence;
                 e->summary.worst_evidence = f.reason.evidence;
             }
             if (label_rank(f.reason.label) > label_rank(e->summary.reason.label)) {
@@ -287,6 +289,7 @@ StepVerdict VerdictAccumulator::build(const Thresholds& t) const {
             written.subject = s.reason.subject;
             e.late.write(e.late, written);
             s.reason.message = std::move(written.message);
+            s.reason.evidence = written.evidence;
             s.worst_evidence = std::move(written.evidence);
         }
         s.share = step > 0 ? std::min(1.0, s.duration_seconds / step)

@@ -278,6 +278,13 @@ TEST_CASE("observe_view_for_verdict writes a repeated finding's text only when t
           "gpu_temperature_high", "gpu_idle", "gpu_hw_slowdown", "gpu_power_brake"})
         CHECK_MESSAGE(has(code), code);
     for (const auto& r : v.reasons)
+        if (r.reason.code == "gpu_hw_slowdown") {  // refreshed: the evidence is the message's sample's
+            const auto it = r.reason.evidence.find("window_seconds");
+            REQUIRE(it != r.reason.evidence.end());
+            CHECK(std::get<double>(it->second) == 400);
+            CHECK(r.reason.message.find("of the 400 s observed") != std::string::npos);
+        }
+    for (const auto& r : v.reasons)
         if (r.reason.code == "fabric_congestion") {  // the evidence of the worst sample, first reached
             const auto it = r.worst_evidence.find("rp_cnp_handled_per_s");
             REQUIRE(it != r.worst_evidence.end());
