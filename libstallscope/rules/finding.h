@@ -3,6 +3,7 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
@@ -80,9 +81,9 @@ struct Finding {
     // not wanted (Findings::details_wanted): the verdict writes them from these when it is built.
     LateDetails late;
     // The step verdict's entry for this finding's reason when this slot last fired: a kept slot fires for
-    // the same reason sample after sample. VerdictAccumulator's cache, checked against the code and
-    // subject before use; nothing else reads it.
-    mutable const VerdictAccumulator* verdict_owner = nullptr;
+    // the same reason sample after sample. VerdictAccumulator's cache: used only by the accumulator whose
+    // id it names (ids are never reused, not even by a copy) and checked against the code and subject.
+    mutable std::uint64_t verdict_owner = 0;
     mutable const VerdictEntry* verdict_entry = nullptr;
 };
 

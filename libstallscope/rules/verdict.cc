@@ -155,13 +155,13 @@ double reason_confidence(const std::string& severity, double score) {
 }
 
 const VerdictEntry* VerdictAccumulator::find_entry(const Finding& f) const {
-    if (const Entry* e = f.verdict_entry; e && f.verdict_owner == this &&
+    if (const Entry* e = f.verdict_entry; e && f.verdict_owner == id_.value &&
                                           e->summary.reason.code == f.reason.code &&
                                           e->summary.reason.subject == f.reason.subject)
         return e;
     const auto it = entries_.find(entry_key(f.reason, key_));
     if (it == entries_.end()) return nullptr;
-    f.verdict_owner = this;
+    f.verdict_owner = id_.value;
     f.verdict_entry = &it->second;  // map nodes stay put, and entries are never erased
     return &it->second;
 }
@@ -222,7 +222,7 @@ void VerdictAccumulator::add(const SampleOutcome& s) {
         const bool fresh = e == nullptr;
         if (fresh) {
             e = &entries_.try_emplace(entry_key(f.reason, key_)).first->second;
-            f.verdict_owner = this;
+            f.verdict_owner = id_.value;
             f.verdict_entry = e;
         }
         if (e->counted_in == samples_) continue;  // one count per (code, subject) per sample

@@ -2,6 +2,8 @@
 // replay both feed it through Profiler::observe, so a replay reproduces the recorded verdict.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -77,6 +79,22 @@ class VerdictAccumulator {
 
   private:
     using Entry = VerdictEntry;
+    // A number no other accumulator in this process has had, a copy or a moved-to one included: what
+    // a Finding's cached entry is checked against (an address could be a destroyed accumulator's).
+    struct Id {
+        std::uint64_t value = next();
+        Id() = default;
+        Id(const Id&) : value(next()) {}
+        Id& operator=(const Id&) {
+            value = next();
+            return *this;
+        }
+        static std::uint64_t next() {
+            static std::atomic<std::uint64_t> last{0};
+            return ++last;
+        }
+    };
+    Id id_;
     // f's entry, or nullptr when its reason never fired: through the finding's cached pointer when that
     // still names the same reason (one compare of code and subject), else by key (remembered for next time).
     const Entry* find_entry(const Finding& f) const;

@@ -326,6 +326,38 @@ TEST_CASE("The verdict wants a finding's text when it first fires or beats its w
     CHECK_FALSE(outside.details_wanted(f));
 }
 
+// A Finding caches its verdict entry (Finding::verdict_entry): a copy of the accumulator has entries of its
+// own, and must count into them, not into the original's through the finding's cache.
+TEST_CASE("A copied verdict counts into its own entries, not through a finding's cached one") {
+    VerdictAccumulator original;
+    Findings findings;
+    Finding& f = findings.add("gpu_memory_high", "gpu", "warning", kLabelFast, SubjectKind::kGpu, 2);
+    f.reason.subject = "GPU-1";
+    const std::vector<Gpu> gpus;
+    const std::string host = "n1";
+    SampleOutcome sample;
+    sample.findings = &findings;
+    sample.label = kLabelFast;
+    sample.host = &host;
+    sample.gpus = &gpus;
+    original.add(sample);  // the finding now names the original's entry
+    VerdictAccumulator copy = original;
+    for (int i = 1; i <= 3; ++i) {
+        sample.time = i;
+        copy.add(sample);
+    }
+    const Thresholds t;
+    REQUIRE(original.build(t).reasons.size() == 1);
+    REQUIRE(copy.build(t).reasons.size() == 1);
+    CHECK(original.build(t).reasons[0].samples == 1);
+    CHECK(copy.build(t).reasons[0].samples == 4);
+    original = copy;  // assigned: a new id again
+    sample.time = 4;
+    copy.add(sample);
+    CHECK(original.build(t).reasons[0].samples == 4);
+    CHECK(copy.build(t).reasons[0].samples == 5);
+}
+
 TEST_CASE("Numbers in messages read as printf wrote them: fixed to 0-2 decimals, %.2g below 0.01") {
     // The snprintf formatting fmt_num had before it used std::to_chars, as the reference.
     const auto reference = [](double value) {
