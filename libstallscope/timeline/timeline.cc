@@ -11,13 +11,9 @@
 namespace stallscope {
 namespace {
 
-// Level 6 (lazy matching) finds longer matches in these lines than level 3 (double fast): a dgx-h100
-// sample comes out 6 % smaller and, being fewer sequences, decodes 17 % faster (1.84 -> 1.52 us, a
-// twentieth of a replay), for ~11 us more CPU per sample when writing (~20 us: 0.002 % of a core at
-// 1 s). Its hash and chain tables are kept at level 3's sizes (512 + 256 KiB; level 6 would take 3 MiB
-// at this window): that size made no difference to what came out (bench/RESULTS.md, 2026-11-27).
-constexpr int kZstdLevel = 6;
-constexpr int kZstdHashLog = 17, kZstdChainLog = 16;
+// Fast enough for 1 s sampling of a big node (a few microseconds per line); higher levels gained little
+// on these lines (bench/replay_throughput.cc prints the size).
+constexpr int kZstdLevel = 3;
 // 512 KiB of history for matches instead of level 3's 2 MiB: a sample's change record repeats the ones
 // just before it (a dgx-h100 sample is ~1.4 KiB before compression, so this window still holds the
 // last ~350), the bench's timelines come out the same size to the byte or within 1 %, and both
@@ -77,9 +73,7 @@ bool TimelineWriter::open(const std::string& path, std::string& error) {
         zstd_ = ZSTD_createCCtx();
         if (!zstd_ || ZSTD_isError(ZSTD_CCtx_setParameter(zstd_, ZSTD_c_compressionLevel, kZstdLevel)) ||
             ZSTD_isError(ZSTD_CCtx_setParameter(zstd_, ZSTD_c_checksumFlag, 1)) ||
-            ZSTD_isError(ZSTD_CCtx_setParameter(zstd_, ZSTD_c_windowLog, kZstdWindowLog)) ||
-            ZSTD_isError(ZSTD_CCtx_setParameter(zstd_, ZSTD_c_hashLog, kZstdHashLog)) ||
-            ZSTD_isError(ZSTD_CCtx_setParameter(zstd_, ZSTD_c_chainLog, kZstdChainLog))) {
+            ZSTD_isError(ZSTD_CCtx_setParameter(zstd_, ZSTD_c_windowLog, kZstdWindowLog))) {
             error = path + ": cannot set up zstd compression";
             close();
             return false;
