@@ -24,6 +24,21 @@ std::vector<Gpu> eight(double util, double power = 550) {
     return g;
 }
 
+// The median of `v` as the straggler rule takes a peer median (0 when empty).
+double median_of(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const std::size_t n = v.size();
+    return n == 0 ? 0 : n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// A fixed-seed draw of 0 .. below-1, the same sequence every run.
+struct Draw {
+    std::uint32_t seed;
+    std::uint32_t operator()(std::uint32_t below) {
+        return (seed = seed * 1103515245u + 12345u) / 65536u % below;
+    }
+};
+
 }  // namespace
 
 TEST_CASE("low mean GPU utilization is SLOW; busy GPUs are not") {
@@ -188,15 +203,8 @@ TEST_CASE("straggler: each GPU is compared with the median of its own peers, tie
     Thresholds t;
     t.straggler_util_gap_pct = -1000;
     t.straggler_min_samples = 1;
-    const auto peer_median = [](std::vector<double> v) {
-        std::sort(v.begin(), v.end());
-        const std::size_t n = v.size();
-        return n == 0 ? 0 : n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-    };
-    std::uint32_t seed = 12345;
-    const auto next = [&](std::uint32_t below) {
-        return (seed = seed * 1103515245u + 12345u) / 65536u % below;
-    };
+    const auto peer_median = median_of;
+    Draw next{12345};
     for (int round = 0; round < 200; ++round) {
         CAPTURE(round);
         std::vector<Gpu> g;
@@ -234,15 +242,8 @@ TEST_CASE("straggler: a node whose spread cannot reach a gap is passed over, and
     // (a 30-point spread, a 40 % power gap): every GPU the full comparison calls a straggler must be found.
     Thresholds t;
     t.straggler_min_samples = 1;
-    const auto median = [](std::vector<double> v) {
-        std::sort(v.begin(), v.end());
-        const std::size_t n = v.size();
-        return n == 0 ? 0 : n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-    };
-    std::uint32_t seed = 777;
-    const auto next = [&](std::uint32_t below) {
-        return (seed = seed * 1103515245u + 12345u) / 65536u % below;
-    };
+    const auto median = median_of;
+    Draw next{777};
     int fired = 0, quiet = 0;
     for (int round = 0; round < 2000; ++round) {
         CAPTURE(round);

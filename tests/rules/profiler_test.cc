@@ -292,20 +292,30 @@ TEST_CASE("observe_view_for_verdict writes a repeated finding's text only when t
         }
 }
 
-TEST_CASE("The verdict wants a finding's text when it first fires or beats its worst score") {
-    VerdictAccumulator verdict;
+// One sample with one finding (gpu_memory_high on GPU-1, score 2), as the Profiler hands it to the verdict.
+struct OneFinding {
     Findings findings;
-    Finding& f = findings.add("gpu_memory_high", "gpu", "warning", kLabelFast, SubjectKind::kGpu, 2);
-    f.reason.subject = "GPU-1";
-    CHECK(verdict.wants_details(f));  // never fired
+    Finding& finding = findings.add("gpu_memory_high", "gpu", "warning", kLabelFast, SubjectKind::kGpu, 2);
     const std::vector<Gpu> gpus;
     const std::string host = "n1";
     SampleOutcome sample;
-    sample.findings = &findings;
-    sample.label = kLabelFast;
-    sample.host = &host;
-    sample.gpus = &gpus;
-    verdict.add(sample);
+    OneFinding() {
+        finding.reason.subject = "GPU-1";
+        sample.findings = &findings;
+        sample.label = kLabelFast;
+        sample.host = &host;
+        sample.gpus = &gpus;
+    }
+    OneFinding(const OneFinding&) = delete;
+    OneFinding& operator=(const OneFinding&) = delete;
+};
+
+TEST_CASE("The verdict wants a finding's text when it first fires or beats its worst score") {
+    VerdictAccumulator verdict;
+    OneFinding one;
+    Finding& f = one.finding;
+    CHECK(verdict.wants_details(f));  // never fired
+    verdict.add(one.sample);
     CHECK_FALSE(verdict.wants_details(f));  // the same again
     f.score = 1.5;
     CHECK_FALSE(verdict.wants_details(f));  // lower
@@ -330,16 +340,8 @@ TEST_CASE("The verdict wants a finding's text when it first fires or beats its w
 // own, and must count into them, not into the original's through the finding's cache.
 TEST_CASE("A copied verdict counts into its own entries, not through a finding's cached one") {
     VerdictAccumulator original;
-    Findings findings;
-    Finding& f = findings.add("gpu_memory_high", "gpu", "warning", kLabelFast, SubjectKind::kGpu, 2);
-    f.reason.subject = "GPU-1";
-    const std::vector<Gpu> gpus;
-    const std::string host = "n1";
-    SampleOutcome sample;
-    sample.findings = &findings;
-    sample.label = kLabelFast;
-    sample.host = &host;
-    sample.gpus = &gpus;
+    OneFinding one;
+    SampleOutcome& sample = one.sample;
     original.add(sample);  // the finding now names the original's entry
     VerdictAccumulator copy = original;
     for (int i = 1; i <= 3; ++i) {
