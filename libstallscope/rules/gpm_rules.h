@@ -4,7 +4,6 @@
 #pragma once
 
 #include <cstdint>
-
 #include <optional>
 #include <string>
 #include <vector>
