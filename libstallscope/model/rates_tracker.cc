@@ -1,12 +1,12 @@
 #include "libstallscope/model/rates_tracker.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cstring>
 #include <string>
 
 #include "libstallscope/model/rates_fields.h"
 #include "libstallscope/util/same_name.h"
+#include "libstallscope/util/unique_id.h"
 
 namespace stallscope {
 namespace {
@@ -177,8 +177,7 @@ struct SourceRecorder {
 }  // namespace
 
 SnapshotShape SnapshotShape::fresh() {
-    static std::atomic<std::uint64_t> last{0};
-    return SnapshotShape{last.fetch_add(1, std::memory_order_relaxed) + 1};
+    return SnapshotShape{process_unique_id()};
 }
 
 const Rates* RatesTracker::update(const Snapshot& current, SnapshotShape shape) {

@@ -115,32 +115,13 @@ bool listed_for_step(const Gpu& gpu, const Snapshot& s) {
 
 }  // namespace
 
-bool is_step_gpu(const Gpu& g, const Snapshot& s) {
-    if (s.context.visible_devices.empty() && s.context.gpus.empty()) return true;
-    const bool any_listed =
-        std::any_of(s.gpus.begin(), s.gpus.end(), [&](const Gpu& gpu) { return listed_for_step(gpu, s); });
-    return !any_listed || listed_for_step(g, s);
-}
-
 StepGpus::StepGpus(const Snapshot& s) : s_(s) {
-    if (s.context.visible_devices.empty() && s.context.gpus.empty()) {
-        every_ = true;
-        return;
-    }
-    bool any_listed = false;
-    for (std::size_t i = 0; i < s.gpus.size(); ++i) {
-        // Past the 64th, only whether any is listed matters here; they are matched again when asked.
-        if (i >= 64 && any_listed) break;
-        if (!listed_for_step(s.gpus[i], s)) continue;
-        any_listed = true;
-        if (i < 64) bits_ |= std::uint64_t{1} << i;
-    }
-    every_ = !any_listed;
+    every_ = (s.context.visible_devices.empty() && s.context.gpus.empty()) ||
+             std::none_of(s.gpus.begin(), s.gpus.end(), [&](const Gpu& g) { return listed_for_step(g, s); });
 }
 
 bool StepGpus::operator[](std::size_t i) const {
-    if (every_) return true;
-    return i < 64 ? (bits_ >> i & 1) != 0 : listed_for_step(s_.gpus[i], s_);
+    return every_ || listed_for_step(s_.gpus[i], s_);
 }
 
 void gpu_low_sm_activity_rule(const RuleInput& in, Findings& out) {

@@ -3,7 +3,6 @@
 // (yet) in Thresholds are the named constants below.
 #pragma once
 
-#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -40,13 +39,11 @@ std::optional<double> gpm_sm_active(const Gpu& gpu);
 // nullopt when GPM is absent or nothing stands out.
 std::optional<std::string> gpm_bottleneck_hint(const Snapshot& s, const Rates* rates = nullptr);
 
-// Whether this GPU is one of the step's: all visible GPUs when the scheduler names none (ConstrainDevices
-// hides the others from NVML); else matched by uuid / MIG uuid / index against CUDA_VISIBLE_DEVICES and
-// the step's gres indices. When nothing matches at all (renumbered devices), every GPU counts.
-bool is_step_gpu(const Gpu& gpu, const Snapshot& s);
-
-// is_step_gpu for every GPU of a sample, worked out once for all of them (asking per GPU re-reads every
-// listed entry for every GPU, four times a sample). By position in s.gpus.
+// Which of a sample's GPUs are the step's, by position in s.gpus: all visible GPUs when the scheduler names
+// none (ConstrainDevices hides the others from NVML); else those CUDA_VISIBLE_DEVICES or the step's gres
+// indices name by uuid / MIG parent uuid / index. When nothing matches at all (renumbered devices), every
+// GPU counts. Whether any matches is settled once, so asking for every GPU costs O(GPUs x names), where
+// asking GPU by GPU from scratch re-read every name for every GPU (O(n^3) strings, four rules a sample).
 class StepGpus {
   public:
     explicit StepGpus(const Snapshot& s);
@@ -54,8 +51,7 @@ class StepGpus {
 
   private:
     const Snapshot& s_;
-    bool every_ = false;      // nothing listed, or nothing listed matches: every GPU counts
-    std::uint64_t bits_ = 0;  // the first 64 GPUs; the rest are matched when asked
+    bool every_ = false;  // nothing named, or nothing named matches: every GPU counts
 };
 
 // gpu_low_sm_activity (SLOW): the step's GPUs read >= kLowSmBusyUtilPct utilization (or none, on MIG)

@@ -2,7 +2,6 @@
 // replay both feed it through Profiler::observe, so a replay reproduces the recorded verdict.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -10,6 +9,7 @@
 #include <vector>
 
 #include "libstallscope/rules/finding.h"
+#include "libstallscope/util/unique_id.h"
 
 namespace stallscope {
 
@@ -82,16 +82,12 @@ class VerdictAccumulator {
     // A number no other accumulator in this process has had, a copy or a moved-to one included: what
     // a Finding's cached entry is checked against (an address could be a destroyed accumulator's).
     struct Id {
-        std::uint64_t value = next();
+        std::uint64_t value = process_unique_id();
         Id() = default;
-        Id(const Id&) : value(next()) {}
+        Id(const Id&) : value(process_unique_id()) {}
         Id& operator=(const Id&) {
-            value = next();
+            value = process_unique_id();
             return *this;
-        }
-        static std::uint64_t next() {
-            static std::atomic<std::uint64_t> last{0};
-            return ++last;
         }
     };
     Id id_;

@@ -114,6 +114,9 @@ TEST_CASE("CPU throttling in few periods, or over too few periods, is not a reas
 TEST_CASE("step GPUs: by uuid, MIG uuid or index from the scheduler; all when it names none or none match") {
     Snapshot s = at(100);
     s.gpus = {gpu(0, 90), gpu(1, 90), gpu(2, 90)};
+    const auto is_step_gpu = [&](const Gpu& g, const Snapshot& of) {
+        return StepGpus(of)[static_cast<std::size_t>(&g - of.gpus.data())];
+    };
     CHECK(is_step_gpu(s.gpus[1], s));
     s.context.visible_devices = {"GPU-2"};
     CHECK(is_step_gpu(s.gpus[2], s));
@@ -125,9 +128,25 @@ TEST_CASE("step GPUs: by uuid, MIG uuid or index from the scheduler; all when it
     CHECK(is_step_gpu(s.gpus[0], s));
 }
 
-TEST_CASE("StepGpus answers as is_step_gpu for every GPU, past the 64th too") {
+TEST_CASE("StepGpus answers as a GPU-by-GPU reading of the scheduler's names, past the 64th GPU too") {
     // Contexts drawn from the forms the scheduler uses (uuid, index, MIG parent uuid with and without
-    // "MIG-", gres indices, names that match nothing) over nodes of 1 to 80 GPUs, some of them MIG.
+    // "MIG-", gres indices, names that match nothing) over nodes of 1 to 80 GPUs, some of them MIG,
+    // against the rule read literally for each GPU on its own.
+    const auto named = [](const Gpu& g, const Snapshot& s) {
+        for (const std::string& e : s.context.visible_devices)
+            if (e == g.uuid || (g.mig ? e == g.mig->parent_uuid || e == "MIG-" + g.mig->parent_uuid
+                                      : e == std::to_string(g.index)))
+                return true;
+        for (const std::string& e : s.context.gpus)
+            if (e == std::to_string(g.index)) return true;
+        return false;
+    };
+    const auto is_step_gpu = [&](const Gpu& g, const Snapshot& s) {
+        if (s.context.visible_devices.empty() && s.context.gpus.empty()) return true;
+        bool any = false;
+        for (const Gpu& other : s.gpus) any = any || named(other, s);
+        return !any || named(g, s);
+    };
     std::uint32_t seed = 99;
     const auto next = [&](std::uint32_t below) {
         return (seed = seed * 1103515245u + 12345u) / 65536u % below;
