@@ -16,7 +16,8 @@
 //   3. in a child of this process: visit_timeline alone (read + decompress + parse + the snapshot rebuilt;
 //      a v2 reader lends it, v1 hands over a new one), and the Profiler (rates + rules + the verdict)
 //      alone, called as replay calls it;
-//   4. the v2 format's floor: the file decompressed in one zstd stream and every line parsed by simdjson,
+//   4. the v2 format's floor: the file decompressed in one zstd stream and every line parsed (binary
+//      records as binary, JSON lines by simdjson),
 //      nothing applied: what any replay of this format costs at least, against the goals' budgets.
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -38,6 +39,7 @@
 #include "bench/motion.h"
 #include "libstallscope/rules/profiler.h"
 #include "libstallscope/sources/sampler.h"
+#include "libstallscope/timeline/binary_record.h"
 #include "libstallscope/timeline/documents.h"
 #include "libstallscope/timeline/plain_record.h"
 #include "libstallscope/timeline/timeline.h"
@@ -205,8 +207,9 @@ InProcess measure_in_child(const Format& f) {
 
 // What the v2 format itself costs before a sample is applied, rates computed or a rule run: the whole file
 // decompressed in one stream (as `zstdcat`: no stop after every block, which the reader makes so a
-// damaged block cannot take the lines before it), then every decompressed line parsed by simdjson as the
-// reader parses it (On Demand for a plain "a"/"g" record, plain_record.h; the DOM for the rest). CPU
+// damaged block cannot take the lines before it), then every decompressed line parsed as the reader parses
+// it (a binary record by binary_record.h, a JSON plain "a"/"g" record by simdjson On Demand,
+// plain_record.h; the DOM for the rest). CPU
 // microseconds per sample of each, in a child (the text is held in memory).
 struct FormatFloor {
     double zstd_us = 0, parse_us = 0;
@@ -246,7 +249,9 @@ FormatFloor measure_floor_in_child(const Format& f, long samples) {
         for (std::size_t at = 0; at < text.size();) {
             const std::size_t nl = std::min(text.find('\n', at), text.size());
             simdjson::dom::element doc;
-            if (read_plain_record(plain_parser, {data + at, nl - at}, simdjson::SIMDJSON_PADDING, record) ||
+            const std::string_view line(data + at, nl - at);
+            if ((!line.empty() && line.front() == kBinaryRecordMarker && read_binary_record(line, record)) ||
+                read_plain_record(plain_parser, line, simdjson::SIMDJSON_PADDING, record) ||
                 parser.parse(data + at, nl - at, false).get(doc) == simdjson::SUCCESS)
                 ++parsed;
             at = nl + 1;
@@ -354,7 +359,7 @@ int main(int argc, char** argv) {
     const double floor_us = floor.zstd_us + floor.parse_us;
     if (floor_us > 0)
         std::printf(
-            "v2 format floor (no sample applied, no rate, no rule): zstd stream %.2f us + simdjson "
+            "v2 format floor (no sample applied, no rate, no rule): zstd stream %.2f us + "
             "parse (as the reader parses) %.2f us = %.2f us a sample, at most %.0f samples/s; of the goals' "
             "budgets (1.00 us vm, 5.00 us dgx-h100) that is %.0f %% / %.0f %%\n",
             floor.zstd_us, floor.parse_us, floor_us, 1e6 / floor_us, floor_us / 1.0 * 100,

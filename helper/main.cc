@@ -99,7 +99,7 @@ timeline.<step>.<host>.jsonl.zst and, on SIGTERM, verdict.<step>.<host>.json int
   --rules FILE                  thresholds file (default: built-in thresholds)
   --timeline-format 1|2         2 (default): timeline.<step>.<host>.jsonl.zst, header once, then only
                                 what changed, zstd with a flush per sample (read it with
-                                `stallscope export FILE` or `zstdcat FILE | jq`);
+                                `stallscope export FILE`: one JSON snapshot per line);
                                 1: timeline.<step>.<host>.jsonl, every counter in every line
   --job-writer                  merge the job dir at stop (summary.json) and print the job's segment
   --merge-wait-seconds S        with --job-writer: wait up to S for the other nodes' verdicts (default 5)

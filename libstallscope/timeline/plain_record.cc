@@ -55,6 +55,7 @@ bool read_plain_record(simdjson::ondemand::parser& parser, std::string_view text
     out.a.clear();
     out.g.clear();
     out.has_g = false;
+    out.has_a = false;
     simdjson::ondemand::document doc;
     simdjson::ondemand::object object;
     if (parser.iterate(text.data(), text.size(), text.size() + padding).get(doc) != SUCCESS ||
@@ -80,6 +81,7 @@ bool read_plain_record(simdjson::ondemand::parser& parser, std::string_view text
         }
     }
     // Nothing after the object: the document's iterator is past its last token (no at_end() in 3.0).
+    out.has_a = has_a;
     return has_type && has_a && doc.current_location().error() == simdjson::OUT_OF_BOUNDS;
 }
 

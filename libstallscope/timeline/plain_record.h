@@ -19,6 +19,7 @@ namespace stallscope {
 struct PlainRecord {
     std::vector<std::int64_t> a;  // "a": every element an integer that fits int64
     std::vector<double> g;        // "g": every element a number
+    bool has_a = false;           // a JSON plain record always has "a"; a binary one may not
     bool has_g = false;
 };
 

@@ -7,6 +7,7 @@
 
 #include "libstallscope/model/nccl_json.h"
 #include "libstallscope/model/snapshot_json_depth.h"
+#include "libstallscope/timeline/binary_record.h"
 
 namespace stallscope {
 namespace {
@@ -143,10 +144,11 @@ void SnapshotDiffEncoder::check_derived() {
 }
 
 void SnapshotDiffEncoder::end_changes(std::string& out) {
-    out.append(R"({"type":"sample")");
     keys_.end_record(removed_, removed_used_);
     gauges_.end_record(removed_, removed_used_);
     check_derived();
+    if (binary_records_ && !keys_.changed() && !gauges_.changed() && set_.empty()) return append_binary(out);
+    out.append(R"({"type":"sample")");
     if (keys_.changed()) {
         out.append(R"(,"keys":[)");
         for (std::size_t i = 0; i < keys_.size(); ++i) {
@@ -196,6 +198,26 @@ void SnapshotDiffEncoder::end_changes(std::string& out) {
     }
     if (!set_.empty()) out.append(R"(,"set":{)").append(set_).push_back('}');
     out.push_back('}');
+}
+
+// The plain record's numbers as binary_record.h lays them out: the same "a" and "g" end_changes writes.
+void SnapshotDiffEncoder::append_binary(std::string& out) {
+    const bool has_a = keys_.any_moved(), has_g = gauges_.any_moved();
+    out.push_back(kBinaryRecordMarker);
+    append_record_varint(out, (has_a ? kBinaryRecordHasA : 0) | (has_g ? kBinaryRecordHasG : 0));
+    if (has_a) {
+        std::size_t plain = 0;
+        for (std::size_t i = 0; i < keys_.size(); ++i) plain += keys_[i].slot.factor == 0;
+        append_record_varint(out, plain);
+        for (std::size_t i = 0; i < keys_.size(); ++i) {
+            const auto& e = keys_[i];
+            if (e.slot.factor == 0) append_record_delta(out, e.moved ? e.slot.delta : 0);
+        }
+    }
+    if (has_g) {
+        append_record_varint(out, gauges_.size());
+        for (std::size_t i = 0; i < gauges_.size(); ++i) append_record_gauge(out, gauges_[i].slot);
+    }
 }
 
 // The JSON Pointer of the node being compared, built only for the few nodes that changed.
@@ -394,8 +416,8 @@ bool SnapshotDiffDecoder::add(std::string_view pointer, std::int64_t delta, std:
     return true;
 }
 
-bool SnapshotDiffDecoder::add(NodeRef& ref, std::string_view pointer, std::int64_t delta,
-                              std::string& problem) {
+bool SnapshotDiffDecoder::add_found(NodeRef& ref, std::string_view pointer, std::int64_t delta,
+                                    std::string& problem) {
     Json* node = resolve(ref, pointer, problem);
     if (!node) return false;
     // Unsigned arithmetic: wraps like the writer's subtraction, and no signed overflow on bad input. In

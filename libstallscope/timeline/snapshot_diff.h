@@ -1,6 +1,8 @@
-// stallscope.timeline/2 sample records: each sample as the difference between its to_json(snapshot) tree
-// and the previous sample's. Working on the JSON tree (not on Snapshot's members) is what lets a field
-// added to model/snapshot.h and snapshot_json.cc flow through the timeline without a change here.
+// stallscope.timeline/2 and /3 sample records: each sample as the difference between its to_json(snapshot)
+// tree and the previous sample's. (/3 writes a record that only has "a" and "g" as binary_record.h's
+// binary record instead of the JSON below: same numbers, same rules.) Working on the JSON tree (not on
+// Snapshot's members) is what lets a field added to model/snapshot.h and snapshot_json.cc flow through the
+// timeline without a change here.
 //
 //   {"type":"sample","full":{<to_json(snapshot)>}}            first sample of a frame (a keyframe)
 //   {"type":"sample","keys":["/rdma/0/counters/port_xmit_data",["/rdma/0/tx_bytes",4,"/rdma/0/counters/
@@ -47,6 +49,10 @@ class SnapshotDiffEncoder {
     // RDMA port and GPU, ...) that differ from the previous snapshot's are turned into JSON and compared;
     // an unchanged part costs one operator==. Same output as append_record(to_json(snapshot), out).
     void append_record(const Snapshot& snapshot, std::string& out);
+    // Plain records (only "a" and "g": no list changed, nothing "set") as binary_record.h's binary record
+    // instead of JSON text (stallscope.timeline/3). Off by default: the JSON text is what tests read.
+    void set_binary_records(bool on) { binary_records_ = on; }
+    bool binary_records() const { return binary_records_; }
     // The next record is a keyframe (a new zstd frame, or a reopened file).
     void reset() {
         have_previous_ = false;
@@ -58,6 +64,7 @@ class SnapshotDiffEncoder {
   private:
     void begin_changes();
     void end_changes(std::string& out);
+    void append_binary(std::string& out);
     void check_derived();
     Json* previous_part(const char* key);
     void diff_part(const char* key, Json&& after);
@@ -80,6 +87,7 @@ class SnapshotDiffEncoder {
 
     Json previous_;
     bool have_previous_ = false;
+    bool binary_records_ = false;
     // The snapshot previous_ was made from (append_record(const Snapshot&) only), and where the last
     // previous_part() matched (the parts are visited in the tree's order).
     Snapshot previous_snapshot_;
@@ -123,7 +131,15 @@ class SnapshotDiffDecoder {
     // Apply one change; false + problem when the pointer does not name a node of the right kind.
     // `node`, when given, is set to the changed integer.
     bool add(std::string_view pointer, std::int64_t delta, std::string& problem, const Json** node = nullptr);
-    bool add(NodeRef& ref, std::string_view pointer, std::int64_t delta, std::string& problem);
+    bool add(NodeRef& ref, std::string_view pointer, std::int64_t delta, std::string& problem) {
+        // Inline for the common case (a counter found before, still an unsigned number): every listed
+        // counter of every record comes here. Unsigned arithmetic wraps like the writer's subtraction.
+        if (ref.node && ref.generation == generation_ && ref.node->is_number_unsigned()) {
+            ref.node->get_ref<Json::number_unsigned_t&>() += static_cast<std::uint64_t>(delta);
+            return true;
+        }
+        return add_found(ref, pointer, delta, problem);
+    }
     bool set(std::string_view pointer, Json&& value, std::string& problem);
     // "g": the node becomes `value` (a number); `changed` when it was not that number already.
     bool set_number(std::string_view pointer, double value, bool& changed, std::string& problem);
@@ -135,6 +151,7 @@ class SnapshotDiffDecoder {
     void reset();
 
   private:
+    bool add_found(NodeRef& ref, std::string_view pointer, std::int64_t delta, std::string& problem);
     Json* find(std::string_view pointer, std::string& problem);
     Json* resolve(NodeRef& ref, std::string_view pointer, std::string& problem);
     void moved_nodes() {

@@ -11,9 +11,13 @@
 namespace stallscope {
 namespace {
 
-// Fast enough for 1 s sampling of a big node (a few microseconds per line); higher levels gained little
-// on these lines (bench/replay_throughput.cc prints the size).
-constexpr int kZstdLevel = 3;
+// Level 6 (lazy matching) for the binary records of stallscope.timeline/3: their varint bytes compress
+// worse than decimal text at level 3, and need level 6's hash and chain tables (2^19, 2^18 entries, 3 MiB)
+// to find the matches in the records before them: dgx-h100 with traffic moving, 449 B a sample against
+// 511 B with level 3's tables (2^17, 2^16) and the text's 510 B at level 3 (bench/RESULTS.md).
+constexpr int kZstdLevel = 6;
+constexpr int kZstdHashLog = 19;
+constexpr int kZstdChainLog = 18;
 // 512 KiB of history for matches instead of level 3's 2 MiB: a sample's change record repeats the ones
 // just before it (a dgx-h100 sample is ~1.4 KiB before compression, so this window still holds the
 // last ~350), the bench's timelines come out the same size to the byte or within 1 %, and both
@@ -73,7 +77,9 @@ bool TimelineWriter::open(const std::string& path, std::string& error) {
         zstd_ = ZSTD_createCCtx();
         if (!zstd_ || ZSTD_isError(ZSTD_CCtx_setParameter(zstd_, ZSTD_c_compressionLevel, kZstdLevel)) ||
             ZSTD_isError(ZSTD_CCtx_setParameter(zstd_, ZSTD_c_checksumFlag, 1)) ||
-            ZSTD_isError(ZSTD_CCtx_setParameter(zstd_, ZSTD_c_windowLog, kZstdWindowLog))) {
+            ZSTD_isError(ZSTD_CCtx_setParameter(zstd_, ZSTD_c_windowLog, kZstdWindowLog)) ||
+            ZSTD_isError(ZSTD_CCtx_setParameter(zstd_, ZSTD_c_hashLog, kZstdHashLog)) ||
+            ZSTD_isError(ZSTD_CCtx_setParameter(zstd_, ZSTD_c_chainLog, kZstdChainLog))) {
             error = path + ": cannot set up zstd compression";
             close();
             return false;
@@ -169,7 +175,7 @@ bool TimelineWriter::append(const Json& line, std::string& error) {
 bool TimelineWriter::write_header(const Json& header, std::string& error) {
     if (format_ == TimelineFormat::jsonl_v1) return append(header, error);
     Json h = header;
-    h["schema"] = kTimelineSchemaV2;
+    h["schema"] = encoder_.binary_records() ? kTimelineSchemaV3 : kTimelineSchemaV2;
     header_line_ = h.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
     if (fd_ < 0) {
         error = "timeline not open";
@@ -215,6 +221,20 @@ void TimelineWriter::close() {
     }
     fd_ = -1;
     frame_started_ = false;
+}
+
+// visit_timeline (timeline_reader.cc) into memory.
+bool read_timeline(const std::string& path, TimelineContents& out, std::string& error) {
+    struct Collect final : TimelineVisitor {
+        TimelineContents& c;
+        explicit Collect(TimelineContents& contents) : c(contents) {}
+        void header(const Json& h) override { c.header = h; }
+        void sample(Snapshot&& s) override { c.samples.push_back(std::move(s)); }
+        void event(const Json& e) override { c.events.push_back(e); }
+        void verdict(const Json& v) override { c.recorded_verdict = v; }
+    } collect(out);
+    out.path = path;
+    return visit_timeline(path, collect, out.warnings, error);
 }
 
 }  // namespace stallscope

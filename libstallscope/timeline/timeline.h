@@ -6,10 +6,11 @@
 //   {"type":"event", "time":..., "kind":..., ...}              xid, link state change, step markers
 //   {"type":"verdict", <StepVerdict fields>}                   last line when the helper stopped cleanly
 //
-// stallscope.timeline/2, `timeline.<step>.<host>.jsonl.zst`: the same kinds of lines, zstd-compressed, with
-// sample lines that carry only what changed since the previous sample (snapshot_diff.h). Each line is
-// compressed and flushed (ZSTD_e_flush) into the file with one write(2), so a killed helper loses at most
-// the line in flight; `zstdcat FILE` gives JSON lines (`stallscope export FILE`: v1 lines). A new
+// stallscope.timeline/3 (and /2 before it), `timeline.<step>.<host>.jsonl.zst`: the same kinds of lines,
+// zstd-compressed, with sample lines that carry only what changed since the previous sample
+// (snapshot_diff.h); in /3 most of them are binary records of the numbers that moved (binary_record.h),
+// the rest JSON. Each line is compressed and flushed (ZSTD_e_flush) into the file with one write(2), so
+// a killed helper loses at most the line in flight; `stallscope export FILE` gives v1 lines. A new
 // frame with a full sample starts every kSamplesPerFrame samples or kFrameSeconds of sample time, whichever
 // comes first, and after a failed write, so damage costs at most the rest of a frame: an hour at 1 s, and
 // still an hour at the 30 s of a days-long job (by count alone, 30 hours).
@@ -33,6 +34,7 @@ namespace stallscope {
 
 inline constexpr const char* kTimelineSchema = "stallscope.timeline/1";
 inline constexpr const char* kTimelineSchemaV2 = "stallscope.timeline/2";
+inline constexpr const char* kTimelineSchemaV3 = "stallscope.timeline/3";  // v2 + binary records
 
 enum class TimelineFormat { jsonl_v1, zstd_v2 };
 // ".jsonl" or ".jsonl.zst": what follows timeline.<step>.<host> in the file name.
@@ -44,7 +46,9 @@ class TimelineWriter {
     // A frame also ends with the sample that brings the sample time it covers to this many seconds.
     static constexpr double kFrameSeconds = 3600;
 
-    explicit TimelineWriter(TimelineFormat format = TimelineFormat::jsonl_v1) : format_(format) {}
+    explicit TimelineWriter(TimelineFormat format = TimelineFormat::jsonl_v1) : format_(format) {
+        encoder_.set_binary_records(true);
+    }
     ~TimelineWriter();
     TimelineWriter(const TimelineWriter&) = delete;
     TimelineWriter& operator=(const TimelineWriter&) = delete;
@@ -55,10 +59,14 @@ class TimelineWriter {
     bool is_open() const { return fd_ >= 0; }
     const std::string& path() const { return path_; }
     TimelineFormat format() const { return format_; }
+    // Plain change records as JSON text and the header's schema stallscope.timeline/2, as written before
+    // the binary record (tests: every such file must still read).
+    void write_v2_text_records() { encoder_.set_binary_records(false); }
     // Samples per zstd frame (tests make it small to damage one frame of several).
     void set_samples_per_frame(int samples) { samples_per_frame_ = samples > 0 ? samples : 1; }
 
-    // The header line (v2: with its schema set to stallscope.timeline/2, and kept for a reopened file).
+    // The header line (compressed: with its schema set to stallscope.timeline/3, and kept for a reopened
+    // file).
     bool write_header(const Json& header, std::string& error);
     // One sample: v1 the whole snapshot and a summary of its profile, v2 what changed.
     bool append_sample(const Snapshot& snapshot, const Profile& profile, std::string& error);

@@ -1,5 +1,6 @@
 // visit_timeline: v1 and v2 lines parsed with simdjson's DOM, but for the plain "a"/"g" change records
-// most of a v2 timeline is made of (On Demand, plain_record.h); snapshots read through snapshot_from_json
+// most of a v2 timeline is made of (On Demand, plain_record.h) and the binary records that replace them
+// in v3 (binary_record.h); snapshots read through snapshot_from_json
 // so the reader follows every field the model adds without a change here. A v2 change record re-reads
 // only the fields (and interface / RDMA port / GPU elements) its pointers touched (touched_fields.h) into
 // the snapshot kept from the previous sample.
@@ -7,6 +8,7 @@
 
 #include <utility>
 
+#include "libstallscope/timeline/binary_record.h"
 #include "libstallscope/timeline/kept_counter.h"
 #include "libstallscope/timeline/plain_record.h"
 #include "libstallscope/timeline/simdjson_tree.h"
@@ -65,6 +67,7 @@ class Reader {
   private:
     // One line; false when it is not a line of a timeline (bad JSON, another kind of object).
     bool line(std::string_view text, bool terminated, std::size_t number) {
+        if (changes_ && text.front() == kBinaryRecordMarker) return binary_record(text, terminated, number);
         // Most of a v2 timeline: read without the DOM (plain_record.h). Not when reading whole samples,
         // which tests and the fuzz target compare against this path.
         if (changes_ && !whole_samples_ &&
@@ -89,7 +92,8 @@ class Reader {
         } else if (type == "header") {
             recognised_ = true;
             const std::string_view schema = string_field(object, "schema");
-            if (schema == kTimelineSchemaV2) changes_ = true, v1_header_ = false;
+            if (schema == kTimelineSchemaV2 || schema == kTimelineSchemaV3)
+                changes_ = true, v1_header_ = false;
             // A v1 timeline someone compressed: its sample lines are whole samples, not change records.
             if (schema == kTimelineSchema) changes_ = false, v1_header_ = true;
             visitor_.header(to_tree(doc));
@@ -102,6 +106,23 @@ class Reader {
             return false;
         }
         return true;
+    }
+
+    // A binary record (binary_record.h), whether or not samples are read whole: nothing else reads it.
+    bool binary_record(std::string_view text, bool terminated, std::size_t number) {
+        if (read_binary_record(text, plain_)) {
+            recognised_ = true;
+            if (apply_plain(number)) emit_changed(number);
+            return true;
+        }
+        if (!recognised_) return false;
+        if (!terminated) {
+            warn(number, "torn last line skipped (helper killed mid-write?)");
+        } else {
+            problem_ = "a binary change record that does not read (damaged?)";
+            broken(number);
+        }
+        return false;
     }
 
     void sample(simdjson::dom::element doc, simdjson::dom::object object, std::size_t number) {
@@ -237,14 +258,15 @@ class Reader {
         return broken(number);
     }
 
-    // A plain record (read_plain_record): "a", then "g" when there is one, as apply_changes applies them.
+    // A plain record (read_plain_record, read_binary_record): "a" and "g" when there, as apply_changes
+    // applies them.
     bool apply_plain(std::size_t number) {
         touched_.clear();
         if (!decoder_.has_tree()) {
             problem_ = "a change record before any full sample (stream damaged?)";
             return broken(number);
         }
-        if (!apply_a(plain_.a, number)) return false;
+        if (plain_.has_a && !apply_a(plain_.a, number)) return false;
         if (plain_.has_g && !apply_g(plain_.g, number)) return false;
         decoder_.end_record();
         return true;
@@ -297,7 +319,7 @@ class Reader {
             kept = add_counter_[i];
         }
         if (kept)
-            *kept = node->get<std::uint64_t>();
+            *kept = node->get_ref<const Json::number_unsigned_t&>();
         else
             touched_.touch(add_targets_[i]);
         return true;
@@ -487,19 +509,6 @@ bool visit_timeline_fd(int fd, const std::string& name, TimelineVisitor& visitor
     TimelineInput input(limits, [&](std::size_t line, const std::string& w) { reader.warn(line, w); });
     if (!input.adopt(fd, name, error)) return false;
     return reader.run(input, error);
-}
-
-bool read_timeline(const std::string& path, TimelineContents& out, std::string& error) {
-    struct Collect final : TimelineVisitor {
-        TimelineContents& c;
-        explicit Collect(TimelineContents& contents) : c(contents) {}
-        void header(const Json& h) override { c.header = h; }
-        void sample(Snapshot&& s) override { c.samples.push_back(std::move(s)); }
-        void event(const Json& e) override { c.events.push_back(e); }
-        void verdict(const Json& v) override { c.recorded_verdict = v; }
-    } collect(out);
-    out.path = path;
-    return visit_timeline(path, collect, out.warnings, error);
 }
 
 }  // namespace stallscope

@@ -111,7 +111,7 @@ check "verdict owned by $U" owned_by_user "${vd:-/}"
 # The timeline as users read it: `stallscope export` gives its JSON lines.
 "$HELPER" export "${tl:-/nonexistent}" >"$W/srun/export.jsonl" || : >"$W/srun/export.jsonl"
 check "timeline (export) + verdict parse as JSON with job $id, step 0, 1 GPU" python3 "$HERE/check_json.py" "$W/srun/export.jsonl" ${vd:-/nonexistent} --job "$id" --step 0 --gpus 1
-check "the timeline is zstd (stallscope.timeline/2)" eval '[ "$(head -c 4 "${tl:-/dev/null}" | od -An -tx1 | tr -d " ")" = 28b52ffd ]' 
+check "the timeline is zstd (stallscope.timeline/3)" eval '[ "$(head -c 4 "${tl:-/dev/null}" | od -An -tx1 | tr -d " ")" = 28b52ffd ]' 
 check "no helper left after the step" wait_until 5 eval '! helpers_running "$id"'
 check "epilog wrote summary.json as the user" wait_until 20 test -f "$dir/summary.json"
 [ -f "$dir/summary.json" ] && check "summary.json owned by $U" owned_by_user "$dir/summary.json"

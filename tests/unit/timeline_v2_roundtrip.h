@@ -29,7 +29,7 @@ inline std::vector<Snapshot> write_then_read(const std::vector<Snapshot>& sample
     TimelineContents c;
     std::string error;
     REQUIRE_MESSAGE(read_timeline(path, c, error), error);
-    CHECK(c.header["schema"] == kTimelineSchemaV2);
+    CHECK(c.header["schema"] == kTimelineSchemaV3);
     if (warnings) *warnings = c.warnings;
     return c.samples;
 }

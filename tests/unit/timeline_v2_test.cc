@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "libstallscope/sources/sampler.h"
+#include "libstallscope/timeline/binary_record.h"
 #include "libstallscope/timeline/documents.h"
 #include "libstallscope/timeline/snapshot_diff.h"
 #include "libstallscope/timeline/timeline.h"
@@ -330,19 +331,35 @@ TEST_CASE("unchanged values cost nothing: a sample that only moved in time is it
     CHECK(first.size() > 20 * second.size());
 }
 
-TEST_CASE("the decompressed stream is plain JSON lines (what zstdcat | jq sees)") {
+TEST_CASE(
+    "the decompressed stream is JSON lines and binary records (what zstdcat | grep -a '^{' | jq sees)") {
     const std::string dir = temp_dir();
-    const auto written = moving(node_snapshot(std::string(STALLSCOPE_FIXTURES_DIR) + "/nodes/vm"), 8);
+    // The clock and the counters move, nothing else: after a frame's full sample, its first change record
+    // lists them (JSON), the next is binary.
+    const Snapshot base = node_snapshot(std::string(STALLSCOPE_FIXTURES_DIR) + "/nodes/vm");
+    std::vector<Snapshot> written(8, base);
+    for (std::size_t i = 0; i < written.size(); ++i) {
+        written[i].time = base.time + static_cast<double>(i);
+        for (auto& n : written[i].interfaces)
+            if (n.rx_bytes) n.rx_bytes = *n.rx_bytes + i * 1000;
+    }
     write_then_read(written, dir + "/t.jsonl.zst", nullptr, 3);  // several frames: zstdcat concatenates
     std::istringstream lines(decompressed(dir + "/t.jsonl.zst"));
-    int samples = 0, full = 0;
+    int samples = 0, full = 0, binary = 0;
+    PlainRecord record;
     for (std::string line; std::getline(lines, line);) {
+        if (line.front() == kBinaryRecordMarker) {
+            REQUIRE(read_binary_record(line, record));
+            ++binary;
+            continue;
+        }
         const Json j = Json::parse(line);  // throws on anything but JSON
         samples += j["type"] == "sample";
         full += j.contains("full");
     }
-    CHECK(samples == 8);
-    CHECK(full == 3);  // frames of 3: samples 1, 4, 7 are full
+    CHECK(samples + binary == 8);
+    CHECK(full == 3);    // frames of 3: samples 1, 4, 7 are full
+    CHECK(binary == 2);  // frames [full, JSON, binary] [full, JSON, binary] [full, JSON]
 }
 
 TEST_CASE("a days-long step sampled every 30 s starts a new frame every hour, not every 3 600 samples") {
@@ -359,6 +376,10 @@ TEST_CASE("a days-long step sampled every 30 s starts a new frame every hour, no
     std::vector<int> full;
     int sample = 0;
     for (std::string line; std::getline(lines, line);) {
+        if (line.front() == kBinaryRecordMarker) {  // a change record, never a full sample
+            ++sample;
+            continue;
+        }
         const Json j = Json::parse(line);
         if (j["type"] != "sample") continue;
         if (j.contains("full")) full.push_back(sample);
@@ -434,7 +455,7 @@ TEST_CASE(
     w.close();
     TimelineContents c;
     REQUIRE_MESSAGE(read_timeline(dir + "/b.jsonl.zst", c, error), error);
-    CHECK(c.header["schema"] == kTimelineSchemaV2);
+    CHECK(c.header["schema"] == kTimelineSchemaV3);
     REQUIRE(c.samples.size() >= 5);  // the last sample before the cut is lost
     const std::vector<Snapshot> after(c.samples.end() - 3, c.samples.end());
     const std::vector<Snapshot> expected(written.begin() + 3, written.end());
