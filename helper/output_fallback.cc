@@ -51,7 +51,8 @@ bool copy_complete_lines(const std::string& from, const std::string& to, std::st
         copied += n;
     }
     // A compressed (v2) timeline has no line structure: a '\n' byte means nothing there. It is copied
-    // whole; the reader skips a torn last block, and the reopened writer starts a new zstd frame.
+    // whole: it ends where the writer's last whole flush ended (a failed write takes back what part of it
+    // got in), and the reopened writer starts a new zstd frame.
     const bool compressed = from.size() > 4 && from.compare(from.size() - 4, 4, ".zst") == 0;
     if (::ftruncate(out.fd, compressed ? copied : complete) != 0 || ::fsync(out.fd) != 0)
         return error = errno_text(to), false;

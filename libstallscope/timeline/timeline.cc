@@ -2,6 +2,7 @@
 #include "libstallscope/timeline/timeline.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -72,6 +73,8 @@ bool TimelineWriter::open(const std::string& path, std::string& error) {
         return false;
     }
     path_ = path;
+    struct stat st {};
+    committed_ = ::fstat(fd_, &st) == 0 ? st.st_size : -1;
     last_sync_ = std::chrono::steady_clock::now();
     if (format_ == TimelineFormat::zstd_v2 && !zstd_) {
         zstd_ = ZSTD_createCCtx();
@@ -104,11 +107,18 @@ bool TimelineWriter::write_all(std::string_view bytes, std::string& error) {
             error = path_ + ": " + std::strerror(n < 0 ? errno : ENOSPC);
             frame_started_ = false;  // the decoder's history no longer matches ours: start over
             header_due_ = true;
+            // What part of this write got in (a full disk takes what fits) goes again: the file ends
+            // where the last whole flush ended. Else the next frame, here or where the file is moved,
+            // would follow a torn block, and a reader decodes the torn block's missing bytes from the
+            // new frame's: with binary records zstd writes small flushes as raw blocks, which decode
+            // without an error, so the new frame's bytes came out as lines of the old one.
+            if (p != bytes.data() && committed_ >= 0 && ::ftruncate(fd_, committed_) != 0) committed_ = -1;
             return false;
         }
         p += n;
         left -= static_cast<std::size_t>(n);
     }
+    if (committed_ >= 0) committed_ += static_cast<off_t>(bytes.size());
     return true;
 }
 

@@ -19,6 +19,7 @@
 // fdatasync'ed at most once a minute (a sync per second per node is real load on Lustre/NFS) and at close.
 #pragma once
 
+#include <sys/types.h>
 #include <zstd.h>
 
 #include <chrono>
@@ -96,6 +97,7 @@ class TimelineWriter {
     double frame_last_time_ = 0;  // sample time of the frame's last sample
     std::string header_line_;     // '\n'-terminated, "" until write_header
     bool header_due_ = true;      // at the start of a file, and after a failed write
+    off_t committed_ = 0;         // the file's size after the last whole write (-1: unknown)
     SnapshotDiffEncoder encoder_;
     std::string line_, compressed_;  // reused for every sample: no per-sample allocation once grown
 };
