@@ -145,6 +145,10 @@ class SnapshotDiffDecoder {
     bool set_number(std::string_view pointer, double value, bool& changed, std::string& problem);
     bool set_number(NodeRef& ref, std::string_view pointer, double value, bool& changed,
                     std::string& problem);
+    // Whether set_number on `ref` would only write a float in place (no node changes kind or goes away).
+    bool sets_in_place(const NodeRef& ref) const {
+        return ref.node && ref.generation == generation_ && ref.node->is_number_float();
+    }
     // After a record's changes: derives "/time" from "/unix_time" (the rule above).
     void end_record();
     // Forget the tree (a damaged stream): changes are refused until the next keyframe.

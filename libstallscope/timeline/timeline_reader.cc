@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "libstallscope/timeline/binary_record.h"
+#include "libstallscope/timeline/change_lists.h"
 #include "libstallscope/timeline/kept_counter.h"
 #include "libstallscope/timeline/plain_record.h"
 #include "libstallscope/timeline/simdjson_tree.h"
@@ -138,12 +139,10 @@ class Reader {
         if (!record) {  // v1: the snapshot is the line itself
             emit(to_tree(doc), number);
         } else if (object["full"].get(full) == simdjson::SUCCESS) {
+            tree_replaced();  // before its nodes go
             decoder_.keyframe(to_tree(full));
-            add_keys_used_ = 0;
-            add_targets_.clear();
-            add_derived_.clear();
-            gauge_keys_used_ = 0;
-            gauge_targets_.clear();
+            keys_.clear();
+            gauges_.clear();
             emit_kept(number);
         } else if (apply_changes(object, number)) {
             emit_changed(number);
@@ -161,6 +160,7 @@ class Reader {
             problem_ = "a change record before any full sample (stream damaged?)";
             return broken(number);
         }
+        tree_moves();  // "keys" renews the list, "add" and "set" change the tree
         if (object["keys"].get_array().get(list) == simdjson::SUCCESS && !read_keys(list, number))
             return false;
         if (object["a"].get_array().get(list) == simdjson::SUCCESS && !apply_a(list, number)) return false;
@@ -195,67 +195,15 @@ class Reader {
                 else
                     touched_.touch(touch_target(field.key));
             }
+        tree_moves();           // a "set" may have replaced nodes this record's "a" just found
         decoder_.end_record();  // "/time" from "/unix_time"; kept_ reads the number (unix_time)
         return true;
     }
 
-    // "keys": the list "a" follows until the next one. Its strings are assigned over the last list's, which
-    // allocates nothing once grown (the list changes whenever a counter starts or stops moving).
+    // "keys" (change_lists.h): the list "a" follows until the next one.
     bool read_keys(simdjson::dom::array list, std::size_t number) {
-        add_keys_used_ = 0;
-        add_targets_.clear();
         shape_ = SnapshotShape::fresh();  // its moving counters are this list's
-        for (simdjson::dom::element key : list) {
-            std::string_view text, source;
-            std::uint64_t factor = 0;
-            simdjson::dom::array derived;
-            if (key.get_array().get(derived) == simdjson::SUCCESS) {  // [pointer, factor, source]
-                if (derived.size() != 3 || derived.at(0).get_string().get(text) != simdjson::SUCCESS ||
-                    derived.at(1).get_uint64().get(factor) != simdjson::SUCCESS || factor == 0 ||
-                    derived.at(2).get_string().get(source) != simdjson::SUCCESS)
-                    return bad_keys("\"keys\" holds a derived entry that is not [pointer, factor, source]",
-                                    number);
-            } else if (key.get_string().get(text) != simdjson::SUCCESS) {
-                return bad_keys("\"keys\" holds a non-string", number);
-            }
-            if (add_keys_used_ == add_keys_.size()) {
-                add_keys_.emplace_back();
-                add_kept_.emplace_back();
-                add_factor_.push_back(0);
-                add_source_.emplace_back();
-                add_delta_.push_back(0);
-                add_nodes_.emplace_back();
-                add_counter_.push_back(nullptr);
-                add_counter_layout_.push_back(0);
-            }
-            add_nodes_[add_keys_used_] = {};
-            add_counter_layout_[add_keys_used_] = 0;
-            parse_kept_counter(text, add_kept_[add_keys_used_]);
-            add_factor_[add_keys_used_] = factor;
-            add_source_[add_keys_used_].assign(source);
-            add_keys_[add_keys_used_++].assign(text);
-            add_targets_.push_back(touch_target(text));
-        }
-        // A derived entry's source: a plain entry of this list (by index from now on).
-        add_derived_.clear();
-        for (std::size_t i = 0; i < add_keys_used_; ++i) {
-            if (add_factor_[i] == 0) continue;
-            std::size_t j = 0;
-            while (j < add_keys_used_ && (add_factor_[j] != 0 || add_keys_[j] != add_source_[i])) ++j;
-            if (j == add_keys_used_)
-                return bad_keys("\"keys\": the source of '" + add_keys_[i] + "' is not a plain entry",
-                                number);
-            add_derived_.push_back({i, j});
-        }
-        return true;
-    }
-
-    bool bad_keys(std::string problem, std::size_t number) {
-        add_keys_used_ = 0;
-        add_targets_.clear();
-        add_derived_.clear();
-        problem_ = std::move(problem);
-        return broken(number);
+        return keys_.read(list, problem_) || broken(number);
     }
 
     // A plain record (read_plain_record, read_binary_record): "a" and "g" when there, as apply_changes
@@ -282,22 +230,23 @@ class Reader {
     bool apply_a(const std::vector<std::int64_t>& deltas, std::size_t number) {
         std::size_t i = 0;
         for (const std::int64_t delta : deltas) {
-            while (i < add_keys_used_ && add_factor_[i] != 0) ++i;
-            if (i >= add_keys_used_) {
+            while (i < keys_.used && keys_.factor[i] != 0) ++i;
+            if (i >= keys_.used) {
                 problem_ = "\"a\" does not match \"keys\"";
                 return broken(number);
             }
-            add_delta_[i] = delta;
+            keys_.delta[i] = delta;
             if (!add(i, delta, number)) return false;
             ++i;
         }
-        while (i < add_keys_used_ && add_factor_[i] != 0) ++i;
-        if (i != add_keys_used_) {
+        while (i < keys_.used && keys_.factor[i] != 0) ++i;
+        if (i != keys_.used) {
             problem_ = "\"a\" does not match \"keys\"";
             return broken(number);
         }
-        for (const auto& [target, source] : add_derived_) {
-            const std::uint64_t delta = add_factor_[target] * static_cast<std::uint64_t>(add_delta_[source]);
+        for (const auto& [target, source] : keys_.derived) {
+            const std::uint64_t delta =
+                keys_.factor[target] * static_cast<std::uint64_t>(keys_.delta[source]);
             if (!add(target, static_cast<std::int64_t>(delta), number)) return false;
         }
         return true;
@@ -306,46 +255,60 @@ class Reader {
     // Listed entry `i` moved by `delta` (a listed counter that did not move is a 0: nothing to apply).
     bool add(std::size_t i, std::int64_t delta, std::size_t number) {
         if (delta == 0) return true;
-        if (!decoder_.add(add_nodes_[i], add_keys_[i], delta, problem_)) return broken(number);
-        const Json* node = add_nodes_[i].node;
+        if (keys_.kept_only[i] == kept_only_epoch_) {  // kept_ alone; its tree node catches up in sync_tree
+            **keys_.counter[i] += static_cast<std::uint64_t>(delta);  // wraps as the tree's unsigned add
+            tree_behind_ = true;
+            return true;
+        }
+        if (!decoder_.add(keys_.nodes[i], keys_.pointers[i], delta, problem_)) return broken(number);
+        const Json* node = keys_.nodes[i].node;
         // A counter snapshot_from_json would read as this unsigned value: written straight into the kept
         // snapshot, its element not re-read.
         Counter* kept = nullptr;
         if (kept_clean_ && node->is_number_unsigned()) {
-            if (add_counter_layout_[i] != kept_layout_) {  // found once per layout, not per sample
-                add_counter_[i] = kept_counter(kept_, add_kept_[i]);
-                add_counter_layout_[i] = kept_layout_;
+            if (keys_.counter_layout[i] != kept_layout_) {  // found once per layout, not per sample
+                keys_.counter[i] = kept_counter(kept_, keys_.kept[i]);
+                keys_.counter_layout[i] = kept_layout_;
             }
-            kept = add_counter_[i];
+            kept = keys_.counter[i];
         }
-        if (kept)
+        if (kept) {
             *kept = node->get_ref<const Json::number_unsigned_t&>();
-        else
-            touched_.touch(add_targets_[i]);
+            // From now on the same in kept_ alone, until tree_moves(). Never when reading whole samples,
+            // the path the fuzz target compares this one with.
+            if (!whole_samples_) keys_.kept_only[i] = kept_only_epoch_;
+        } else {
+            touched_.touch(keys_.targets[i]);
+        }
         return true;
     }
 
+    // A counter placed in kept_ is, after the first record that moves it, added to kept_ alone: its node in
+    // the decoder's tree (a heap node per counter, a cache miss each: 7 % of a dgx-h100 replay) is left
+    // behind and written once, here, when anything is about to read or reshape the tree: a JSON record,
+    // a gauge that is not set in place, fields re-read, the whole tree read. Both hold the same unsigned
+    // number, so the tree then holds what adding to it every record would have left.
+    void sync_tree() {
+        if (!tree_behind_) return;
+        for (std::size_t i = 0; i < keys_.used; ++i)
+            if (keys_.kept_only[i] == kept_only_epoch_)
+                keys_.nodes[i].node->get_ref<Json::number_unsigned_t&>() = **keys_.counter[i];
+        tree_behind_ = false;
+    }
+    // Before the tree is read or changed other than by a kept counter's add: it catches up, and every
+    // counter goes through the decoder again until a record finds it unsigned and placed in kept_ again.
+    void tree_moves() {
+        sync_tree();
+        ++kept_only_epoch_;
+    }
+    // The tree is dropped (keyframe, damage): nothing to catch up.
+    void tree_replaced() {
+        tree_behind_ = false;
+        ++kept_only_epoch_;
+    }
+
     bool read_gauge_keys(simdjson::dom::array list, std::size_t number) {
-        gauge_keys_used_ = 0;
-        gauge_targets_.clear();
-        for (simdjson::dom::element key : list) {
-            std::string_view text;
-            if (key.get_string().get(text) != simdjson::SUCCESS) {
-                gauge_keys_used_ = 0;
-                problem_ = "\"gkeys\" holds a non-string";
-                return broken(number);
-            }
-            if (gauge_keys_used_ == gauge_keys_.size()) {
-                gauge_keys_.emplace_back();
-                gauge_kept_.emplace_back();
-                gauge_nodes_.emplace_back();
-            }
-            gauge_nodes_[gauge_keys_used_] = {};
-            parse_kept_counter(text, gauge_kept_[gauge_keys_used_]);
-            gauge_keys_[gauge_keys_used_++].assign(text);
-            gauge_targets_.push_back(touch_target(text));
-        }
-        return true;
+        return gauges_.read(list, problem_) || broken(number);
     }
 
     bool apply_g(simdjson::dom::array list, std::size_t number) {
@@ -358,23 +321,24 @@ class Reader {
     bool apply_g(const std::vector<double>& values, std::size_t number) {
         std::size_t i = 0;
         for (const double v : values) {
-            if (i >= gauge_keys_used_) {
+            if (i >= gauges_.used) {
                 problem_ = "\"g\" does not match \"gkeys\"";
                 return broken(number);
             }
             bool changed = false;
-            if (!decoder_.set_number(gauge_nodes_[i], gauge_keys_[i], v, changed, problem_))
+            if (!decoder_.sets_in_place(gauges_.nodes[i])) tree_moves();  // it may change a counter's node
+            if (!decoder_.set_number(gauges_.nodes[i], gauges_.pointers[i], v, changed, problem_))
                 return broken(number);
             if (changed) {
-                Gauge* gauge = kept_clean_ ? kept_gauge(kept_, gauge_kept_[i]) : nullptr;
+                Gauge* gauge = kept_clean_ ? kept_gauge(kept_, gauges_.kept[i]) : nullptr;
                 if (gauge)
                     *gauge = v;
                 else
-                    touched_.touch(gauge_targets_[i]);
+                    touched_.touch(gauges_.targets[i]);
             }
             ++i;
         }
-        if (i != gauge_keys_used_) {
+        if (i != gauges_.used) {
             problem_ = "\"g\" does not match \"gkeys\"";
             return broken(number);
         }
@@ -384,6 +348,7 @@ class Reader {
     // A change that does not apply: the samples until the next full one cannot be rebuilt.
     bool broken(std::size_t number) {
         const bool had_tree = decoder_.has_tree();
+        tree_replaced();
         decoder_.reset();
         kept_clean_ = false;  // kept_ is the sample before the damage: the next full one replaces it
         if (had_tree || !warned_no_tree_)
@@ -402,6 +367,7 @@ class Reader {
 
     // The decoder's whole tree read into kept_, which the next change records update.
     void emit_kept(std::size_t number) {
+        tree_moves();  // read whole, and kept_'s counters are new
         problems_.clear();
         kept_ = snapshot_from_json(decoder_.tree(), problems_);
         ++kept_layout_;
@@ -419,6 +385,9 @@ class Reader {
         for (std::size_t f = 0; f < TouchedFields::kFields; ++f) {
             if (!touched_.whole(f) && touched_.elements(f).empty()) continue;
             const auto field = static_cast<SnapshotField>(f);
+            // Read from the tree, into new elements of kept_: where the counters are, both must be current.
+            // (The time, re-read every record, holds none.)
+            if (holds_counters(field)) tree_moves();
             if (field == SnapshotField::interfaces || field == SnapshotField::rdma ||
                 field == SnapshotField::gpus)
                 ++kept_layout_;  // elements re-read: their counter maps are new
@@ -440,7 +409,7 @@ class Reader {
     void hand_out(std::size_t number) {
         for (const auto& p : problems_) warn(number, p);
         if (std::exchange(moving_for_, shape_.id) != shape_.id)  // what "keys" names: all "a" can move
-            kept_counters(kept_, {add_kept_.data(), add_keys_used_}, moving_);
+            kept_counters(kept_, {keys_.kept.data(), keys_.used}, moving_);
         shape_.moving_known = kept_clean_;
         shape_.moving = moving_;
         visitor_.sample_lent(kept_, shape_);
@@ -461,26 +430,11 @@ class Reader {
     PlainRecord plain_;  // the plain record's numbers (or the DOM's "a" and "g", collected the same way)
     SnapshotDiffDecoder decoder_;
     std::string problem_;
-    std::vector<std::string> add_keys_;  // the pointers of "a", from the last "keys": [0, add_keys_used_)
-    std::size_t add_keys_used_ = 0;
-    std::vector<TouchTarget> add_targets_;   // what each of them touches
-    std::vector<KeptCounter> add_kept_;      // where each lands in kept_, when it is a counter placed there
-    std::vector<std::uint64_t> add_factor_;  // a derived entry's factor (0: plain)
-    std::vector<std::string> add_source_;    // and its source's pointer
-    std::vector<std::int64_t> add_delta_;    // this record's difference of each plain entry
-    std::vector<SnapshotDiffDecoder::NodeRef> add_nodes_;  // each one's node in the decoder's tree
-    std::vector<Counter*> add_counter_;  // and in kept_, found in layout add_counter_layout_
-    std::vector<std::uint64_t> add_counter_layout_;
-    struct Derived {
-        std::size_t target, source;  // indices into add_keys_
-    };
-    std::vector<Derived> add_derived_;
-    std::vector<std::string> gauge_keys_;  // "gkeys": [0, gauge_keys_used_)
-    std::size_t gauge_keys_used_ = 0;
-    std::vector<TouchTarget> gauge_targets_;
-    std::vector<KeptCounter> gauge_kept_;
-    std::vector<SnapshotDiffDecoder::NodeRef> gauge_nodes_;
-    KeptCounter set_kept_;  // the same for a "set" pointer
+    CounterList keys_;  // "keys", the list "a" follows
+    std::uint64_t kept_only_epoch_ = 1;
+    bool tree_behind_ = false;  // some node of the tree does not hold its kept_ counter's value yet
+    GaugeList gauges_;          // "gkeys", the list "g" follows
+    KeptCounter set_kept_;      // the same for a "set" pointer
     // The last v2 sample as read, and what this record changed in it.
     Snapshot kept_;
     std::uint64_t kept_layout_ = 1;  // bumped whenever kept_'s interfaces, ports or GPUs are re-read

@@ -330,3 +330,41 @@ TEST_CASE("a v2 timeline recorded by an earlier stallscope (the fuzz corpus' roc
     CHECK(c.warnings.empty());
     CHECK_FALSE(c.recorded_verdict.is_null());
 }
+
+TEST_CASE("counters added to the kept sample alone are in the tree when an element is re-read from it") {
+    // The reader adds a placed counter to its kept sample only, leaving the decoder's tree behind until
+    // something reads the tree. Here a port's rate (a gauge the reader cannot place) changes every few
+    // records, so the port is re-read from the tree between records that only move its counters.
+    char tmpl[] = "/tmp/stallscope-binrec-XXXXXX";
+    REQUIRE(mkdtemp(tmpl) != nullptr);
+    const std::string path = std::string(tmpl) + "/t.jsonl.zst";
+    Snapshot s = test::full_snapshot();
+    REQUIRE_FALSE(s.rdma.empty());
+    REQUIRE_FALSE(s.rdma[0].counters.empty());
+    std::vector<Snapshot> written;
+    for (int i = 0; i < 30; ++i) {
+        s.time += 1;
+        for (auto& [name, value] : s.rdma[0].counters)
+            if (value) value = *value + 1000 + static_cast<std::uint64_t>(i);
+        if (i % 4 == 3) s.rdma[0].rate_gbps = 100.0 + i;
+        written.push_back(s);
+    }
+    {
+        TimelineWriter w(TimelineFormat::zstd_v2);
+        std::string error;
+        REQUIRE(w.open(path, error));
+        REQUIRE(w.write_header(timeline_header(written.front(), 1.0, {}), error));
+        for (const auto& one : written) REQUIRE(w.append_sample(one, Profile{}, error));
+    }
+    TimelineContents c;
+    std::string error;
+    REQUIRE_MESSAGE(read_timeline(path, c, error), error);
+    CHECK(c.warnings.empty());
+    REQUIRE(c.samples.size() == written.size());
+    for (std::size_t i = 0; i < written.size(); ++i) {
+        CAPTURE(i);
+        CHECK(to_json(c.samples[i]).dump() == to_json(written[i]).dump());
+    }
+    ::unlink(path.c_str());
+    ::rmdir(tmpl);
+}

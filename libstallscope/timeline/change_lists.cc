@@ -1,0 +1,77 @@
+#include "libstallscope/timeline/change_lists.h"
+
+namespace stallscope {
+
+bool CounterList::read(simdjson::dom::array list, std::string& problem) {
+    clear();
+    const auto bad = [&](std::string what) {
+        clear();
+        problem = std::move(what);
+        return false;
+    };
+    for (simdjson::dom::element key : list) {
+        std::string_view text, from;
+        std::uint64_t times = 0;
+        simdjson::dom::array entry;
+        if (key.get_array().get(entry) == simdjson::SUCCESS) {  // [pointer, factor, source]
+            if (entry.size() != 3 || entry.at(0).get_string().get(text) != simdjson::SUCCESS ||
+                entry.at(1).get_uint64().get(times) != simdjson::SUCCESS || times == 0 ||
+                entry.at(2).get_string().get(from) != simdjson::SUCCESS)
+                return bad("\"keys\" holds a derived entry that is not [pointer, factor, source]");
+        } else if (key.get_string().get(text) != simdjson::SUCCESS) {
+            return bad("\"keys\" holds a non-string");
+        }
+        if (used == pointers.size()) {
+            pointers.emplace_back();
+            kept.emplace_back();
+            factor.push_back(0);
+            source.emplace_back();
+            delta.push_back(0);
+            nodes.emplace_back();
+            counter.push_back(nullptr);
+            counter_layout.push_back(0);
+            kept_only.push_back(0);
+        }
+        nodes[used] = {};
+        counter_layout[used] = 0;
+        kept_only[used] = 0;
+        parse_kept_counter(text, kept[used]);
+        factor[used] = times;
+        source[used].assign(from);
+        pointers[used++].assign(text);
+        targets.push_back(touch_target(text));
+    }
+    // A derived entry's source: a plain entry of this list (by index from now on).
+    for (std::size_t i = 0; i < used; ++i) {
+        if (factor[i] == 0) continue;
+        std::size_t j = 0;
+        while (j < used && (factor[j] != 0 || pointers[j] != source[i])) ++j;
+        if (j == used) return bad("\"keys\": the source of '" + pointers[i] + "' is not a plain entry");
+        derived.push_back({i, j});
+    }
+    return true;
+}
+
+bool GaugeList::read(simdjson::dom::array list, std::string& problem) {
+    clear();
+    for (simdjson::dom::element key : list) {
+        std::string_view text;
+        if (key.get_string().get(text) != simdjson::SUCCESS) {
+            clear();
+            problem = "\"gkeys\" holds a non-string";
+            return false;
+        }
+        if (used == pointers.size()) {
+            pointers.emplace_back();
+            kept.emplace_back();
+            nodes.emplace_back();
+        }
+        nodes[used] = {};
+        parse_kept_counter(text, kept[used]);
+        pointers[used++].assign(text);
+        targets.push_back(touch_target(text));
+    }
+    return true;
+}
+
+}  // namespace stallscope
