@@ -56,6 +56,7 @@ TimelineInput::TimelineInput(const TimelineReadLimits& limits, WarningSink warn)
 TimelineInput::~TimelineInput() {
     if (own_fd_ && fd_ >= 0) ::close(fd_);
     ZSTD_freeDCtx(zstd_);
+    ZSTD_freeDCtx(probe_);
 }
 
 bool TimelineInput::open(const std::string& path, std::string& error) {
@@ -180,6 +181,25 @@ void TimelineInput::resync() {
     raw_pos_ = static_cast<std::size_t>(std::min<std::uint64_t>(from - raw_base_, raw_end_));
 }
 
+// Whether a new frame starts at raw_[at]: its magic, and its first byte decodes (from what has been read)
+// to a JSON line's '{', as every frame a writer starts (its header, or a full sample). A magic that is
+// only bytes of compressed data fails this; a new frame written after a block cut short passes.
+bool TimelineInput::starts_new_frame(std::size_t at) {
+    if (raw_end_ - at < sizeof kZstdMagic || std::memcmp(raw_.get() + at, kZstdMagic, sizeof kZstdMagic) != 0)
+        return false;
+    if (!probe_ && !(probe_ = ZSTD_createDCtx())) return false;
+    ZSTD_DCtx_reset(probe_, ZSTD_reset_session_only);
+    char first = 0;
+    ZSTD_outBuffer out{&first, 1, 0};
+    ZSTD_inBuffer in{raw_.get() + at, raw_end_ - at, 0};
+    while (out.pos == 0 && in.pos < in.size) {
+        const std::size_t before = in.pos;
+        const std::size_t ret = ZSTD_decompressStream(probe_, &out, &in);
+        if (ZSTD_isError(ret) || ret == 0 || (in.pos == before && out.pos == 0)) break;
+    }
+    return out.pos == 1 && first == '{';
+}
+
 TimelineInput::Fill TimelineInput::fill_zstd(char* to, std::size_t room, std::size_t& got,
                                              std::string& error) {
     ZSTD_outBuffer out{to, room, 0};
@@ -224,6 +244,20 @@ TimelineInput::Fill TimelineInput::fill_zstd(char* to, std::size_t room, std::si
             continue;
         }
         const std::size_t call_start = raw_pos_;
+        // A new frame where the decoder is part-way through a block: a block cut short (helper killed
+        // mid-write, a crash), then a frame written after it. Decoding on would take the new frame's
+        // bytes for the rest of the block, and a raw block (zstd writes small flushes so) takes them
+        // without an error: the new frame would come out as lines of the old one.
+        if (frame_open_ && next_input_hint_ != kBlockHeaderBytes && starts_new_frame(call_start)) {
+            warn_(line_number_ + 1,
+                  "a frame ends part-way through a block where the next one starts (helper killed mid-write, "
+                  "then restarted?); the lines of the block cut short are skipped");
+            ZSTD_DCtx_reset(zstd_, ZSTD_reset_session_only);
+            frame_open_ = false;
+            lost_bytes_ = true;
+            next_input_hint_ = 0;
+            continue;
+        }
         std::size_t limit = std::min(raw_end_, raw_pos_ + slice);
         // The hint also covers the next block's header, and after an unfinished frame (helper killed, then
         // restarted; timeline moved off a full disk) the next "header" is a new frame's magic: stop before

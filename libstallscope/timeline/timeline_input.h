@@ -67,6 +67,7 @@ class TimelineInput {
     bool read_raw(std::string& error);  // more compressed bytes into in_
     bool sniff(std::string& error);
     void resync();
+    bool starts_new_frame(std::size_t at);
     Next first_line_too_long(std::string& error) const;
 
     TimelineReadLimits limits_;
@@ -87,6 +88,7 @@ class TimelineInput {
     bool raw_eof_ = false;
     std::uint64_t input_bytes_ = 0, output_bytes_ = 0;
     ZSTD_DCtx* zstd_ = nullptr;
+    ZSTD_DCtx* probe_ = nullptr;       // starts_new_frame's, made when first needed
     std::size_t next_input_hint_ = 0;  // what zstd says completes its next block (0: unknown)
     bool frame_open_ = false;          // inside a frame: EOF now means a torn frame
     bool seeking_frame_ = false;       // after damaged data: skipping to the next frame's magic number
