@@ -14,8 +14,8 @@ namespace {
 
 // Level 6 (lazy matching) for the binary records of stallscope.timeline/3: their varint bytes compress
 // worse than decimal text at level 3, and need level 6's hash and chain tables (2^19, 2^18 entries, 3 MiB)
-// to find the matches in the records before them: dgx-h100 with traffic moving, 449 B a sample against
-// 511 B with level 3's tables (2^17, 2^16) and the text's 510 B at level 3 (bench/RESULTS.md).
+// to find the matches in the records before them: dgx-h100 with traffic moving, 457 B a sample against
+// 513 B with level 3's tables (2^17, 2^16) and the JSON text's 507 B at level 3 (bench/RESULTS.md).
 constexpr int kZstdLevel = 6;
 constexpr int kZstdHashLog = 19;
 constexpr int kZstdChainLog = 18;
