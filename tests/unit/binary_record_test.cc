@@ -17,6 +17,7 @@
 #include "libstallscope/timeline/snapshot_diff.h"
 #include "libstallscope/timeline/timeline.h"
 #include "tests/unit/snapshot_fixture.h"
+#include "tests/unit/timeline_v2_roundtrip.h"
 
 using namespace stallscope;
 
@@ -354,21 +355,13 @@ TEST_CASE("counters added to the kept sample alone are in the tree when an eleme
         if (i % 4 == 3) s.rdma[0].rate_gbps = 100.0 + i;
         written.push_back(s);
     }
-    {
-        TimelineWriter w(TimelineFormat::zstd_v2);
-        std::string error;
-        REQUIRE(w.open(path, error));
-        REQUIRE(w.write_header(timeline_header(written.front(), 1.0, {}), error));
-        for (const auto& one : written) REQUIRE(w.append_sample(one, Profile{}, error));
-    }
-    TimelineContents c;
-    std::string error;
-    REQUIRE_MESSAGE(read_timeline(path, c, error), error);
-    CHECK(c.warnings.empty());
-    REQUIRE(c.samples.size() == written.size());
+    std::vector<std::string> warnings;
+    const auto read = test::write_then_read(written, path, &warnings);
+    CHECK(warnings.empty());
+    REQUIRE(read.size() == written.size());
     for (std::size_t i = 0; i < written.size(); ++i) {
         CAPTURE(i);
-        CHECK(to_json(c.samples[i]).dump() == to_json(written[i]).dump());
+        CHECK(to_json(read[i]).dump() == to_json(written[i]).dump());
     }
     ::unlink(path.c_str());
     ::rmdir(tmpl);
