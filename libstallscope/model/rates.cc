@@ -291,14 +291,14 @@ std::string gpu_key(const Gpu& gpu) {
 }
 
 void gpu_key_into(const Gpu& gpu, std::string& out) {
+    // A kept finding's subject, sample after sample: written only when it differs.
     if (!gpu.uuid.empty()) {
-        out.assign(gpu.uuid);
+        assign_if_other(out, gpu.uuid);
         return;
     }
-    char digits[16];
-    const auto [end, ec] = std::to_chars(digits, digits + sizeof digits, gpu.index);
-    out.assign("gpu");
-    out.append(digits, end);
+    char key[24] = "gpu";
+    const auto end = std::to_chars(key + 3, key + sizeof key, gpu.index).ptr;
+    assign_if_other(out, std::string_view(key, static_cast<std::size_t>(end - key)));
 }
 
 void DeltaRow::reindex() {

@@ -249,11 +249,11 @@ void cc_misconfig_rule(const RuleInput& in, Findings& out) {
 
 void interface_errors_rule(const RuleInput& in, Findings& out) {
     if (!in.rates) return;
-    const Rates& r = *in.rates;
     const bool node_has_rdma = !in.cur.rdma.empty();
-    for (const auto& iface : in.cur.interfaces) {
-        if (iface.name == "lo") continue;
-        const DeltaRow* row = delta_row(r.interfaces, iface.name);
+    for (std::size_t i = 0; i < in.cur.interfaces.size(); ++i) {
+        const NetInterface& iface = in.cur.interfaces[i];
+        if (std::string_view(iface.name) == "lo") continue;
+        const DeltaRow* row = interface_row(in, i);
         const auto errors = sum_deltas(row, {"rx_errors", "tx_errors"});
         const auto drops = sum_deltas(row, {"rx_dropped", "tx_dropped"});
         const auto packets = sum_deltas(row, {"rx_packets", "tx_packets"});

@@ -31,21 +31,21 @@ Finding& Findings::next_slot() {
     return slots_[size_++];
 }
 
-Finding& Findings::add(const char* code, const char* category, const char* severity, const char* label,
-                       SubjectKind kind, double score, const char* hint) {
+Finding& Findings::add(std::string_view code, std::string_view category, std::string_view severity,
+                       std::string_view label, SubjectKind kind, double score, std::string_view hint) {
     Finding& f = next_slot();
     Reason& r = f.reason;
-    r.code.assign(code);
-    r.category.assign(category);
-    r.severity.assign(severity);
-    r.label.assign(label);
+    assign_if_other(r.code, code);
+    assign_if_other(r.category, category);
+    assign_if_other(r.severity, severity);
+    assign_if_other(r.label, label);
     r.subject.clear();
     r.message.clear();
     r.evidence.clear();
     r.first_seen = 0;
     f.kind = kind;
     f.score = score;
-    f.hint.assign(hint);
+    assign_if_other(f.hint, hint);
     f.since = 0;
     f.refresh = false;
     f.late.write = nullptr;  // its texts keep their storage; verdict_owner/entry are the verdict's cache
@@ -116,14 +116,15 @@ std::string gpu_name(const Gpu& gpu) {
 }
 
 void gpu_name_into(const Gpu& gpu, std::string& out) {
+    // Into a kept finding's text sample after sample: written only when it differs.
     if (gpu.index >= 0) {
-        char digits[16];
-        const auto end = std::to_chars(digits, digits + sizeof digits, gpu.index).ptr;
-        out.assign("GPU ").append(digits, end);
+        char name[20] = "GPU ";
+        const auto end = std::to_chars(name + 4, name + sizeof name, gpu.index).ptr;
+        assign_if_other(out, std::string_view(name, static_cast<std::size_t>(end - name)));
     } else if (!gpu.uuid.empty()) {
-        out.assign(gpu.uuid);
+        assign_if_other(out, gpu.uuid);
     } else {
-        out.assign(gpu.pci_bus_id.empty() ? "GPU ?" : gpu.pci_bus_id);
+        assign_if_other(out, gpu.pci_bus_id.empty() ? "GPU ?" : gpu.pci_bus_id);
     }
 }
 
@@ -174,6 +175,53 @@ void port_rows_into(const Snapshot& s, const Rates* rates, std::vector<PortRows>
     }
 }
 
+namespace {
+
+// row_after for a key that is the row's name (a GPU's uuid), compared by words (same_name).
+const DeltaRow* row_named(const DeltaTable& table, std::string_view entity, std::size_t& next) {
+    if (next < table.size()) {
+        const auto& [name, row] = *(table.begin() + static_cast<std::ptrdiff_t>(next));
+        if (same_name(name, entity)) {
+            ++next;
+            return &row;
+        }
+    }
+    return row_after(table, entity, next);
+}
+
+}  // namespace
+
+void entity_rows_into(const Snapshot& s, const Rates* rates, EntityRows& out) {
+    out.gpus.assign(s.gpus.size(), nullptr);
+    out.interfaces.assign(s.interfaces.size(), nullptr);
+    out.host = nullptr;
+    if (!rates) return;
+    std::string key;
+    std::size_t next = 0;
+    for (std::size_t i = 0; i < s.gpus.size(); ++i)
+        out.gpus[i] = row_named(rates->gpus, gpu_key_view(s.gpus[i], key), next);
+    next = 0;
+    for (std::size_t i = 0; i < s.interfaces.size(); ++i)
+        out.interfaces[i] = row_named(rates->interfaces, s.interfaces[i].name, next);
+    out.host = delta_row(rates->host, "host");
+}
+
+const DeltaRow* gpu_row(const RuleInput& in, std::size_t i) {
+    if (in.rows && in.rows->gpus.size() == in.cur.gpus.size()) return in.rows->gpus[i];
+    std::string key;
+    return in.rates ? delta_row(in.rates->gpus, gpu_key_view(in.cur.gpus[i], key)) : nullptr;
+}
+
+const DeltaRow* interface_row(const RuleInput& in, std::size_t i) {
+    if (in.rows && in.rows->interfaces.size() == in.cur.interfaces.size()) return in.rows->interfaces[i];
+    return in.rates ? delta_row(in.rates->interfaces, in.cur.interfaces[i].name) : nullptr;
+}
+
+const DeltaRow* host_row(const RuleInput& in) {
+    if (in.rows) return in.rows->host;
+    return in.rates ? delta_row(in.rates->host, "host") : nullptr;
+}
+
 const std::vector<PortRows>& port_rows(const RuleInput& in, std::vector<PortRows>& local) {
     if (in.ports && in.ports->size() == in.cur.rdma.size()) return *in.ports;
     port_rows_into(in.cur, in.rates, local);
@@ -188,13 +236,6 @@ std::optional<CounterDelta> delta_of(const Rates&, const DeltaTable& table, std:
 std::optional<double> sum_deltas(const DeltaTable& table, std::string_view entity,
                                  std::initializer_list<CounterName> counters) {
     return sum_deltas(delta_row(table, entity), counters);
-}
-
-int label_rank(const std::string& label) {
-    if (label == kLabelFailRisk) return 3;
-    if (label == kLabelSlow) return 2;
-    if (label == kLabelUnknown) return 1;
-    return 0;
 }
 
 }  // namespace stallscope

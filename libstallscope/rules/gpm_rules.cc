@@ -158,8 +158,8 @@ void gpu_link_error_rule(const RuleInput& in, Findings& out) {
     for (std::size_t i = 0; i < in.cur.gpus.size(); ++i) {
         const Gpu& g = in.cur.gpus[i];
         if (!g.interconnect || !step[i]) continue;
+        const DeltaRow* row = gpu_row(in, i);
         const std::string_view key = gpu_key_view(g, buf);
-        const DeltaRow* row = delta_row(in.rates->gpus, key);
         auto delta = [&](CounterName counter) -> std::uint64_t {
             const auto d = delta_of(row, counter);
             return d ? d->delta : 0;

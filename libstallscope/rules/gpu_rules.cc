@@ -70,11 +70,10 @@ void gpu_temperature_rule(const RuleInput& in, Findings& out) {
 }
 
 void gpu_ecc_rule(const RuleInput& in, Findings& out) {
-    std::string buf;
-    for (const auto& g : in.cur.gpus) {
+    for (std::size_t i = 0; i < in.cur.gpus.size(); ++i) {
+        const Gpu& g = in.cur.gpus[i];
         if (in.rates) {
-            if (auto d = delta_of(*in.rates, in.rates->gpus, gpu_key_view(g, buf), "ecc_uncorrected");
-                d && d->delta > 0) {
+            if (auto d = delta_of(gpu_row(in, i), "ecc_uncorrected"); d && d->delta > 0) {
                 Finding& f = out.add("gpu_ecc_uncorrected", "gpu", "critical", kLabelFailRisk,
                                      SubjectKind::kGpu, 2 + static_cast<double>(d->delta));
                 gpu_key_into(g, f.reason.subject);

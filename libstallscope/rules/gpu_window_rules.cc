@@ -259,7 +259,7 @@ void HwSlowdownRule::evaluate(const RuleInput& in, Findings& out) {
             n[kHasPower] = g.power_w ? 1 : 0;
             n[kPower] = g.power_w ? *g.power_w : 0;
             gpu_name_into(g, f.late.texts[0]);
-            f.late.texts[1].assign(g.uuid);
+            assign_if_other(f.late.texts[1], g.uuid);
             f.late.write = &write_gpu_hw_slowdown;
             write_or_defer(out, f);
         }

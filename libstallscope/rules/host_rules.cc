@@ -61,7 +61,7 @@ void host_memory_low_rule(const RuleInput& in, Findings& out) {
 
 void host_oom_rule(const RuleInput& in, Findings& out) {
     if (!in.rates || job_oom_known(in.cur)) return;  // issue 15: the job's own count decides (job_oom_kill)
-    const auto d = delta_of(*in.rates, in.rates->host, "host", "oom_kills");
+    const auto d = delta_of(host_row(in), "oom_kills");
     if (!d || d->delta == 0) return;
     out.push_back(
         make_finding("host_oom_kill", "system", "critical", kLabelFailRisk, "host", SubjectKind::kHost,

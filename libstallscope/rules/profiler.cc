@@ -12,7 +12,7 @@ namespace {
 bool has_counters(const Snapshot& s) {
     if (!s.gpus.empty() || !s.rdma.empty() || s.host_stats.mem_total_bytes) return true;
     return std::any_of(s.interfaces.begin(), s.interfaces.end(),
-                       [](const NetInterface& i) { return i.name != "lo"; });
+                       [](const NetInterface& i) { return std::string_view(i.name) != "lo"; });
 }
 
 bool any_deltas(const Rates& r) {
@@ -104,13 +104,15 @@ void Profiler::run_rules(const RuleInput& in, Findings& out) {
 }
 
 Profile Profiler::observe(const Snapshot& s) {
-    Profile p = profile(s);
+    Profile p;
+    profile(s, {}, &p);
     last_ = s;
     return p;
 }
 
 Profile Profiler::observe(Snapshot&& s) {
-    Profile p = profile(s);
+    Profile p;
+    profile(s, {}, &p);
     if (last_)
         std::swap(*last_, s);  // `s` now holds the previous sample, for Sampler::sample(Snapshot&&)
     else
@@ -120,15 +122,17 @@ Profile Profiler::observe(Snapshot&& s) {
 
 Profile Profiler::observe_view(const Snapshot& s) {
     last_.reset();  // before profiling: the rules see no previous sample they could hold on to
-    return profile(s);
+    Profile p;
+    profile(s, {}, &p);
+    return p;
 }
 
 void Profiler::observe_view_for_verdict(const Snapshot& s, SnapshotShape shape) {
     last_.reset();
-    profile(s, false, shape);
+    profile(s, shape, nullptr);
 }
 
-Profile Profiler::profile(const Snapshot& s, bool with_reasons, SnapshotShape shape) {
+void Profiler::profile(const Snapshot& s, SnapshotShape shape, Profile* out) {
     const bool first = !rates_.has_previous();
     const double previous_time = rates_.previous_time();
     const double interval = !first && s.time > previous_time ? s.time - previous_time : 0;
@@ -136,14 +140,22 @@ Profile Profiler::profile(const Snapshot& s, bool with_reasons, SnapshotShape sh
     const Rates* rates = rates_.update(s, shape);
     if (!s.nccl.empty()) peer_names_.learn(s);
     port_rows_into(s, rates, ports_);
-    const RuleInput in{s, last_ ? &*last_ : nullptr, rates, t_, &peer_names_, rates_.rdma_values(), &ports_};
+    entity_rows_into(s, rates, rows_);
+    const RuleInput in{
+        s, last_ ? &*last_ : nullptr, rates, t_, &peer_names_, rates_.rdma_values(), &ports_, &rows_};
 
     Findings& findings = findings_;
-    findings.set_verdict_only(with_reasons ? nullptr : &verdict_);  // what the Profile would show
+    findings.set_verdict_only(out ? nullptr : &verdict_);  // what the Profile would show
     run_rules(in, findings);
-    for (Finding& f : findings) f.reason.first_seen = verdict_.first_seen(f, f.since > 0 ? f.since : s.time);
+    // The Profile's reasons say when each first fired in the run. The verdict reads a finding's first_seen
+    // only when its reason is new, where first_seen() gives this same fallback: the verdict-only pass
+    // skips the lookup.
+    for (Finding& f : findings)
+        f.reason.first_seen =
+            out ? verdict_.first_seen(f, f.since > 0 ? f.since : s.time) : (f.since > 0 ? f.since : s.time);
 
-    Profile p;
+    // The sample's label, confidence and hint as ranks and views: replay's verdict-only pass builds no
+    // Profile, and its strings were a tenth of the profiler's own time.
     int worst = 0;
     double conf = 0;
     const std::string* hint = nullptr;  // the hint of the worst findings; `mixed` when they differ
@@ -151,13 +163,14 @@ Profile Profiler::profile(const Snapshot& s, bool with_reasons, SnapshotShape sh
     std::string unknown;
     for (const Finding& f : findings) worst = std::max(worst, label_rank(f.reason.label));
     for (const Finding& f : findings) {
-        if (label_rank(f.reason.label) != worst) continue;
+        const int rank = label_rank(f.reason.label);
+        if (rank != worst) continue;
         conf = std::max(conf, reason_confidence(f.reason.severity, f.score));
         if (!f.hint.empty() && !hint)
             hint = &f.hint;
         else if (!f.hint.empty() && *hint != f.hint)
             mixed = true;
-        if (f.reason.label == kLabelUnknown) {
+        if (rank == 1) {  // UNKNOWN
             const char* what =
                 f.reason.code == "collector_failed" ? "collectors_failing" : f.reason.code.c_str();
             unknown += (unknown.empty() ? "" : "; ") + std::string(what) + ": " + f.reason.subject;
@@ -173,42 +186,28 @@ Profile Profiler::profile(const Snapshot& s, bool with_reasons, SnapshotShape sh
         worst = 1;
         unknown = "first_sample: delta rules need a second sample";
     }
-    switch (worst) {
-        case 3:
-            p.label = kLabelFailRisk;
-            break;
-        case 2:
-            p.label = kLabelSlow;
-            break;
-        case 1:
-            p.label = kLabelUnknown;
-            break;
-        default:
-            p.label = kLabelFast;
-            break;
-    }
+    static constexpr const char* kLabelOfRank[] = {kLabelFast, kLabelUnknown, kLabelSlow, kLabelFailRisk};
+    const char* const label = kLabelOfRank[worst];
     const auto util = mean_gpu_util(s);
-    if (p.label == kLabelFast) conf = (rates ? 0.6 : 0.4) + 0.35 * coverage(s, rates);
-    if (p.label == kLabelUnknown) {
-        conf = 0;
-        p.unknown_reason = unknown;
-    }
-    p.confidence = conf;
+    if (worst == 0) conf = (rates ? 0.6 : 0.4) + 0.35 * coverage(s, rates);
+    if (worst == 1) conf = 0;
+    std::string_view bottleneck = "unknown";
+    std::optional<std::string> gpm_hint;  // issue 15
     if (worst >= 2 && hint && !mixed)
-        p.bottleneck_hint = *hint;
+        bottleneck = *hint;
     else if (worst >= 2 && mixed)
-        p.bottleneck_hint = "mixed";
-    else if (const auto gpm_hint = worst == 0 ? gpm_bottleneck_hint(s, rates) : std::nullopt)  // issue 15
-        p.bottleneck_hint = *gpm_hint;
+        bottleneck = "mixed";
+    else if (worst == 0 && (gpm_hint = gpm_bottleneck_hint(s, rates)))
+        bottleneck = *gpm_hint;
     else if (worst == 0 && util && *util >= 80)
-        p.bottleneck_hint = "compute";
+        bottleneck = "compute";
 
     SampleOutcome outcome;
     outcome.time = s.time;
     outcome.interval = interval;
     outcome.findings = &findings;
-    outcome.label = p.label;
-    outcome.confidence = p.confidence;
+    outcome.label = label;
+    outcome.confidence = conf;
     outcome.counters_seen = (rates && any_deltas(*rates)) || util.has_value();
     outcome.collectors_failed = !s.collector_failures.empty();
     outcome.mean_gpu_util = util;
@@ -216,10 +215,15 @@ Profile Profiler::profile(const Snapshot& s, bool with_reasons, SnapshotShape sh
     outcome.gpus = &s.gpus;
     outcome.gpus_allocated = static_cast<int>(allocated_gpus(s));
     outcome.gpus_measured = static_cast<int>(measured_gpus(s));
-    if (p.label == kLabelFast) outcome.activity_hint = p.bottleneck_hint;  // issue 15
+    if (worst == 0) outcome.activity_hint = bottleneck;  // issue 15
     verdict_.add(outcome);
-    if (!with_reasons) return p;  // everything above feeds the verdict; what follows only the Profile
+    if (!out) return;  // everything above feeds the verdict; what follows only the Profile
 
+    Profile& p = *out;
+    p.label = label;
+    p.confidence = conf;
+    p.bottleneck_hint = bottleneck;
+    if (worst == 1) p.unknown_reason = std::move(unknown);
     for (Finding& f : findings) p.reasons.push_back(std::move(f.reason));
     if (first) {
         Finding pending = delta_rules_pending();
@@ -227,7 +231,6 @@ Profile Profiler::profile(const Snapshot& s, bool with_reasons, SnapshotShape sh
         p.reasons.push_back(std::move(pending.reason));
     }
     order_reasons(p.reasons);
-    return p;
 }
 
 StepVerdict Profiler::verdict() const {

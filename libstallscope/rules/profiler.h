@@ -45,9 +45,9 @@ class Profiler {
 
   private:
     void run_rules(const RuleInput& in, Findings& out);
-    // observe() without keeping `s`; without reasons (with_reasons false) the Profile holds only what the
-    // verdict was fed: label, confidence, hints.
-    Profile profile(const Snapshot& s, bool with_reasons = true, SnapshotShape shape = {});
+    // observe() without keeping `s`: the sample judged and fed to the verdict, and its Profile written
+    // into `out` (reasons ordered) unless it is nullptr (replay's verdict-only pass).
+    void profile(const Snapshot& s, SnapshotShape shape, Profile* out);
 
     Thresholds t_;
     std::optional<Snapshot> last_;  // kept by observe(), not by observe_view()
@@ -69,6 +69,7 @@ class Profiler {
     VerdictAccumulator verdict_;
     Findings findings_;            // this sample's, reused: its capacity is kept between samples
     std::vector<PortRows> ports_;  // this sample's RDMA ports and their rows, for the fabric rules
+    EntityRows rows_;              // this sample's GPUs', interfaces' and host's rows
 };
 
 }  // namespace stallscope

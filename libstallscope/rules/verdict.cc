@@ -156,8 +156,8 @@ double reason_confidence(const std::string& severity, double score) {
 
 const VerdictEntry* VerdictAccumulator::find_entry(const Finding& f) const {
     if (const Entry* e = f.verdict_entry; e && f.verdict_owner == id_.value &&
-                                          e->summary.reason.code == f.reason.code &&
-                                          e->summary.reason.subject == f.reason.subject)
+                                          same_name(e->summary.reason.code, f.reason.code) &&
+                                          same_name(e->summary.reason.subject, f.reason.subject))
         return e;
     const auto it = entries_.find(entry_key(f.reason, key_));
     if (it == entries_.end()) return nullptr;
@@ -243,7 +243,7 @@ void VerdictAccumulator::add(const SampleOutcome& s) {
                 if (!f.refresh) e->summary.worst_evidence = f.reason.evidence;
             }
             if (f.refresh && f.late.write) {
-                e->late = f.late;  // written by build()
+                e->late.assign_from(f.late);  // written by build()
             } else if (f.refresh) {
                 // The message says "so far": its evidence is the same sample's, not the first one's.
                 e->late.write = nullptr;

@@ -28,7 +28,7 @@ struct SampleOutcome {
     double time = 0;
     double interval = 0;  // seconds since the previous sample (0 for the first)
     const Findings* findings = nullptr;
-    std::string label;               // per-sample label
+    std::string_view label;          // per-sample label: kLabelFast, ...
     double confidence = 0;           // per-sample confidence
     bool counters_seen = false;      // any GPU gauge or any counter delta this sample
     bool collectors_failed = false;  // Snapshot::collector_failures non-empty
