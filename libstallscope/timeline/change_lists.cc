@@ -65,8 +65,15 @@ bool GaugeList::read(simdjson::dom::array list, std::string& problem) {
             pointers.emplace_back();
             kept.emplace_back();
             nodes.emplace_back();
+            is_time.push_back(0);
+            gauge.push_back(nullptr);
+            gauge_layout.push_back(0);
+            kept_only.push_back(0);
         }
         nodes[used] = {};
+        is_time[used] = text == "/unix_time";
+        gauge_layout[used] = 0;
+        kept_only[used] = 0;
         parse_kept_counter(text, kept[used]);
         pointers[used++].assign(text);
         targets.push_back(touch_target(text));

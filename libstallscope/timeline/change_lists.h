@@ -49,7 +49,19 @@ struct GaugeList {
     std::vector<TouchTarget> targets;
     std::vector<KeptCounter> kept;
     std::vector<SnapshotDiffDecoder::NodeRef> nodes;
+    std::vector<char> is_time;  // "/unix_time": lands in the kept snapshot's time
+    std::vector<Gauge*> gauge;  // where each other one lands there, found in gauge_layout
+    std::vector<std::uint64_t> gauge_layout;
+    std::vector<std::uint64_t> kept_only;  // == the reader's epoch: set in the kept snapshot alone
 
+    // Where entry `i` lands in `snapshot` (nullptr: no such gauge there), found once per `layout` of it.
+    Gauge* kept_gauge_at(std::size_t i, Snapshot& snapshot, std::uint64_t layout) {
+        if (gauge_layout[i] != layout) {
+            gauge[i] = kept_gauge(snapshot, kept[i]);
+            gauge_layout[i] = layout;
+        }
+        return gauge[i];
+    }
     // The list becomes "gkeys" `list`; false + problem (and an empty list) when `list` is not one.
     bool read(simdjson::dom::array list, std::string& problem);
     void clear() {

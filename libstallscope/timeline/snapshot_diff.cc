@@ -44,10 +44,6 @@ void append_pointer_segment(std::string& path, std::string_view key) {
     }
 }
 
-bool same_double(double a, double b) {
-    return std::memcmp(&a, &b, sizeof a) == 0;  // -0.0 and 0.0 dump differently
-}
-
 }  // namespace
 
 void append_json_string(std::string& out, std::string_view s) {

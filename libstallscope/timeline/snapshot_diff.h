@@ -30,6 +30,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -39,6 +40,11 @@
 #include "libstallscope/timeline/pointer_list.h"
 
 namespace stallscope {
+
+// Whether a change record leaves a number as it is: bit for bit (-0.0 and 0.0 dump differently).
+inline bool same_double(double a, double b) {
+    return std::memcmp(&a, &b, sizeof a) == 0;
+}
 
 class SnapshotDiffEncoder {
   public:
@@ -151,6 +157,10 @@ class SnapshotDiffDecoder {
     }
     // After a record's changes: derives "/time" from "/unix_time" (the rule above).
     void end_record();
+    // "/unix_time" was written past the decoder (a reader that kept it elsewhere and catches the tree up
+    // later) and moved in some record since the last end_record(): "/time" becomes what the record that
+    // moved it last derived, from the value it holds now (no record moved it after that one).
+    void unix_time_moved();
     // Forget the tree (a damaged stream): changes are refused until the next keyframe.
     void reset();
 
@@ -177,6 +187,7 @@ class SnapshotDiffDecoder {
     // The "/time" rule: "/unix_time" as the last record (or keyframe) left it, and whether this record
     // set "/time" itself.
     void remember_unix_time();
+    void derive_time(bool moved);  // end_record(): moved when it changed since remembered
     Json last_unix_time_;
     bool time_set_ = false;
     NodeRef unix_time_ref_, time_ref_;

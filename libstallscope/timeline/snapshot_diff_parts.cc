@@ -18,10 +18,6 @@ namespace {
 
 using json_fields::or_null;
 
-bool same_double(double a, double b) {
-    return std::memcmp(&a, &b, sizeof a) == 0;  // -0.0 and 0.0 dump differently
-}
-
 template <typename T, std::size_t N>
 std::span<const Moving<T>> checked(const Moving<T> (&fields)[N], Json (*to_json_one)(const T&)) {
     // Every key must be one to_json writes for every element (else a change there would be lost): checked

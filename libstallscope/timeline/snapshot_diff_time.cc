@@ -50,9 +50,18 @@ void SnapshotDiffEncoder::derive_time(const Json& tree) {
 }
 
 void SnapshotDiffDecoder::end_record() {
+    derive_time(false);
+}
+
+void SnapshotDiffDecoder::unix_time_moved() {
+    derive_time(true);
+}
+
+void SnapshotDiffDecoder::derive_time(bool moved) {
     if (!have_tree_ || !tree_.is_object()) return remember_unix_time();
     const Json* unix_time = resolve(unix_time_ref_, "/unix_time", scratch_problem_);
-    if (!time_set_ && unix_time && derivable(*unix_time) && !same_leaf(last_unix_time_, *unix_time)) {
+    if (!time_set_ && unix_time && derivable(*unix_time) &&
+        (moved || !same_leaf(last_unix_time_, *unix_time))) {
         Json* time = resolve(time_ref_, "/time", scratch_problem_);
         if (time && time->is_string()) {
             auto& text = time->get_ref<std::string&>();

@@ -197,6 +197,7 @@ class Reader {
             }
         tree_moves();           // a "set" may have replaced nodes this record's "a" just found
         decoder_.end_record();  // "/time" from "/unix_time"; kept_ reads the number (unix_time)
+        unix_time_written_ = false;
         return true;
     }
 
@@ -216,7 +217,9 @@ class Reader {
         }
         if (plain_.has_a && !apply_a(plain_.a, number)) return false;
         if (plain_.has_g && !apply_g(plain_.g, number)) return false;
-        decoder_.end_record();
+        // "/time" follows "/unix_time" where the decoder set it. A plain record changes nothing else
+        // end_record() reads; "/unix_time" set in kept_ alone is derived from in sync_tree.
+        if (std::exchange(unix_time_written_, false)) decoder_.end_record();
         return true;
     }
 
@@ -288,12 +291,18 @@ class Reader {
     // behind and written once, here, when anything is about to read or reshape the tree: a JSON record,
     // a gauge that is not set in place, fields re-read, the whole tree read. Both hold the same unsigned
     // number, so the tree then holds what adding to it every record would have left.
+    // Gauges the same (apply_g), and "/time" then derived from the "/unix_time" kept_ moved.
     void sync_tree() {
         if (!tree_behind_) return;
         for (std::size_t i = 0; i < keys_.used; ++i)
             if (keys_.kept_only[i] == kept_only_epoch_)
                 keys_.nodes[i].node->get_ref<Json::number_unsigned_t&>() = **keys_.counter[i];
-        tree_behind_ = false;
+        for (std::size_t i = 0; i < gauges_.used; ++i)
+            if (gauges_.kept_only[i] == kept_only_epoch_)
+                gauges_.nodes[i].node->get_ref<Json::number_float_t&>() =
+                    gauges_.is_time[i] ? kept_.time : **gauges_.gauge[i];
+        if (time_behind_) decoder_.unix_time_moved();
+        tree_behind_ = time_behind_ = false;
     }
     // Before the tree is read or changed other than by a kept counter's add: it catches up, and every
     // counter goes through the decoder again until a record finds it unsigned and placed in kept_ again.
@@ -303,7 +312,7 @@ class Reader {
     }
     // The tree is dropped (keyframe, damage): nothing to catch up.
     void tree_replaced() {
-        tree_behind_ = false;
+        tree_behind_ = time_behind_ = false;
         ++kept_only_epoch_;
     }
 
@@ -317,30 +326,44 @@ class Reader {
         return broken(number);
     }
 
-    // "g": every listed number's value; those that changed are set (a gauge straight into kept_).
+    // "g": every listed number's value; those that changed are set (a gauge straight into kept_). A gauge
+    // kept_ holds (a GPU's or the host's, or the time) is, from the record that sets it through the
+    // decoder on, set in kept_ alone, as a counter is added there: sync_tree catches its node up, and
+    // "/time" with it (the decoder's set, its end_record and the time re-read were 8 % of a vm replay).
     bool apply_g(const std::vector<double>& values, std::size_t number) {
-        std::size_t i = 0;
-        for (const double v : values) {
-            if (i >= gauges_.used) {
-                problem_ = "\"g\" does not match \"gkeys\"";
-                return broken(number);
+        if (values.size() != gauges_.used) {
+            problem_ = "\"g\" does not match \"gkeys\"";
+            return broken(number);
+        }
+        for (std::size_t i = 0; i < values.size(); ++i) {
+            const double v = values[i];
+            const bool time = gauges_.is_time[i];
+            if (gauges_.kept_only[i] == kept_only_epoch_) {
+                double& kept = time ? kept_.time : **gauges_.gauge[i];
+                if (!same_double(kept, v)) {
+                    kept = v;
+                    tree_behind_ = true;
+                    time_behind_ = time_behind_ || time;
+                }
+                continue;
             }
             bool changed = false;
             if (!decoder_.sets_in_place(gauges_.nodes[i])) tree_moves();  // it may change a counter's node
             if (!decoder_.set_number(gauges_.nodes[i], gauges_.pointers[i], v, changed, problem_))
                 return broken(number);
-            if (changed) {
-                Gauge* gauge = kept_clean_ ? kept_gauge(kept_, gauges_.kept[i]) : nullptr;
-                if (gauge)
-                    *gauge = v;
-                else
-                    touched_.touch(gauges_.targets[i]);
-            }
-            ++i;
-        }
-        if (i != gauges_.used) {
-            problem_ = "\"g\" does not match \"gkeys\"";
-            return broken(number);
+            unix_time_written_ = unix_time_written_ || time;
+            Gauge* gauge = kept_clean_ && !time ? gauges_.kept_gauge_at(i, kept_, kept_layout_) : nullptr;
+            if (kept_clean_ && time)
+                kept_.time = v;  // what read_time reads from a numeric "/unix_time"
+            else if (gauge && changed)
+                *gauge = v;
+            else if (changed)
+                touched_.touch(gauges_.targets[i]);
+            // From now on in kept_ alone, until tree_moves(): its node a number set in place, kept_ holding
+            // the same. Never when reading whole samples, the path the fuzz target compares this one with.
+            if (!whole_samples_ && kept_clean_ && decoder_.sets_in_place(gauges_.nodes[i]) &&
+                (time || (gauge && gauge->has_value() && same_double(**gauge, v))))
+                gauges_.kept_only[i] = kept_only_epoch_;
         }
         return true;
     }
@@ -386,8 +409,11 @@ class Reader {
             if (!touched_.whole(f) && touched_.elements(f).empty()) continue;
             const auto field = static_cast<SnapshotField>(f);
             // Read from the tree, into new elements of kept_: where the counters are, both must be current.
-            // (The time, re-read every record, holds none.)
-            if (holds_counters(field)) tree_moves();
+            // Any other field read from a tree that is behind: its "/unix_time" must be current too.
+            if (holds_counters(field))
+                tree_moves();
+            else
+                sync_tree();
             if (field == SnapshotField::interfaces || field == SnapshotField::rdma ||
                 field == SnapshotField::gpus)
                 ++kept_layout_;  // elements re-read: their counter maps are new
@@ -432,9 +458,11 @@ class Reader {
     std::string problem_;
     CounterList keys_;  // "keys", the list "a" follows
     std::uint64_t kept_only_epoch_ = 1;
-    bool tree_behind_ = false;  // some node of the tree does not hold its kept_ counter's value yet
-    GaugeList gauges_;          // "gkeys", the list "g" follows
-    KeptCounter set_kept_;      // the same for a "set" pointer
+    bool tree_behind_ = false;        // some node of the tree does not hold its kept_ counter's value yet
+    bool time_behind_ = false;        // and "/unix_time" moved in kept_ alone since the tree last caught up
+    bool unix_time_written_ = false;  // this record set "/unix_time" through the decoder
+    GaugeList gauges_;                // "gkeys", the list "g" follows
+    KeptCounter set_kept_;            // the same for a "set" pointer
     // The last v2 sample as read, and what this record changed in it.
     Snapshot kept_;
     std::uint64_t kept_layout_ = 1;  // bumped whenever kept_'s interfaces, ports or GPUs are re-read

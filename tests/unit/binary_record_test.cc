@@ -430,3 +430,39 @@ TEST_CASE(
     for (const char* name : {"/first.jsonl.zst", "/t.jsonl.zst"}) ::unlink((dir + name).c_str());
     ::rmdir(tmpl);
 }
+
+TEST_CASE("gauges and the time set in the kept sample alone are in the tree when it is read again") {
+    // As counters: a GPU's and the host's gauges and the time, moving every record, are set in the
+    // reader's kept sample only. Every 4th record a gauge the reader cannot place (GPM SM activity)
+    // re-reads the GPU from the tree; every 7th a JSON record (throttle reasons, a "set") changes the
+    // tree itself. Both must find every gauge current.
+    char tmpl[] = "/tmp/stallscope-binrec-XXXXXX";
+    REQUIRE(mkdtemp(tmpl) != nullptr);
+    const std::string path = std::string(tmpl) + "/t.jsonl.zst";
+    Snapshot s = test::full_snapshot();
+    REQUIRE_FALSE(s.gpus.empty());
+    s.gpus[0].gpm = GpmMetrics{};
+    s.gpus[0].gpm->sm_active_pct = 50;
+    std::vector<Snapshot> written;
+    for (int i = 0; i < 40; ++i) {
+        s.time += 1.25;
+        Gpu& g = s.gpus[0];
+        g.power_w = 300.5 + i;
+        g.temperature_c = 60.25 + i % 5;
+        s.host_stats.load1 = 1.5 + i * 0.125;
+        s.host_stats.psi.memory_full_avg10 = 0.25 * i;
+        if (i % 4 == 3) g.gpm->sm_active_pct = 50.5 + i;
+        if (i % 7 == 6) g.throttle_reasons = {i % 2 ? "sw_power_cap" : "hw_slowdown"};
+        written.push_back(s);
+    }
+    std::vector<std::string> warnings;
+    const auto read = test::write_then_read(written, path, &warnings);
+    CHECK(warnings.empty());
+    REQUIRE(read.size() == written.size());
+    for (std::size_t i = 0; i < written.size(); ++i) {
+        CAPTURE(i);
+        CHECK(to_json(read[i]).dump() == to_json(written[i]).dump());
+    }
+    ::unlink(path.c_str());
+    ::rmdir(tmpl);
+}

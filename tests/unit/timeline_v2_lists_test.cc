@@ -397,3 +397,22 @@ TEST_CASE("add and set_number change a value in place with the type and wrap of 
     CHECK(decoder.tree()["s"].get<double>() == 0.5);
     CHECK(decoder.tree().dump() == R"({"u":1,"i":2,"top":-9223372036854775808,"f":2.25,"n":4.0,"s":0.5})");
 }
+
+TEST_CASE("a \"/unix_time\" caught up later derives \"/time\" as the record that moved it last did") {
+    // A reader that keeps the time elsewhere writes "/unix_time" into the tree only when something reads
+    // the tree, then calls unix_time_moved(): the text must be what deriving on every record gave, the
+    // derived text of the number now, even where the number came back to the one end_record remembered.
+    SnapshotDiffDecoder d;
+    d.keyframe(Json{{"time", "as written"}, {"unix_time", 10.0}});
+    std::string problem;
+    bool changed = false;
+    REQUIRE(d.set_number("/unix_time", 12.0, changed, problem));
+    d.unix_time_moved();
+    CHECK(d.tree()["time"] == format_rfc3339(12.0));
+    d.keyframe(Json{{"time", "as written"}, {"unix_time", 10.0}});
+    REQUIRE(d.set_number("/unix_time", 10.0, changed, problem));  // moved to 11, then back, unseen
+    d.end_record();
+    CHECK(d.tree()["time"] == "as written");  // end_record saw no move
+    d.unix_time_moved();
+    CHECK(d.tree()["time"] == format_rfc3339(10.0));
+}
