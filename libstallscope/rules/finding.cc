@@ -178,15 +178,17 @@ void port_rows_into(const Snapshot& s, const Rates* rates, std::vector<PortRows>
 namespace {
 
 // row_after for a key that is the row's name (a GPU's uuid), compared by words (same_name).
-const DeltaRow* row_named(const DeltaTable& table, std::string_view entity, std::size_t& next) {
-    if (next < table.size()) {
-        const auto& [name, row] = *(table.begin() + static_cast<std::ptrdiff_t>(next));
-        if (same_name(name, entity)) {
-            ++next;
-            return &row;
-        }
+// The row of `entity`, tried first where it was last time (`at`, the index its last lookup found): a
+// node's entities and its Rates tables keep their names sample after sample, so one compare of the
+// name (same_name) instead of a binary search of the table.
+const DeltaRow* row_at(const DeltaTable& table, std::string_view entity, std::size_t& at) {
+    if (at < table.size()) {
+        const auto& [name, row] = *(table.begin() + static_cast<std::ptrdiff_t>(at));
+        if (same_name(name, entity)) return &row;
     }
-    return row_after(table, entity, next);
+    const auto it = table.find(entity);
+    at = it == table.end() ? table.size() : static_cast<std::size_t>(it - table.begin());
+    return it == table.end() ? nullptr : &it->second;
 }
 
 }  // namespace
@@ -196,14 +198,14 @@ void entity_rows_into(const Snapshot& s, const Rates* rates, EntityRows& out) {
     out.interfaces.assign(s.interfaces.size(), nullptr);
     out.host = nullptr;
     if (!rates) return;
+    out.gpu_at.resize(s.gpus.size());
+    out.interface_at.resize(s.interfaces.size());
     std::string key;
-    std::size_t next = 0;
     for (std::size_t i = 0; i < s.gpus.size(); ++i)
-        out.gpus[i] = row_named(rates->gpus, gpu_key_view(s.gpus[i], key), next);
-    next = 0;
+        out.gpus[i] = row_at(rates->gpus, gpu_key_view(s.gpus[i], key), out.gpu_at[i]);
     for (std::size_t i = 0; i < s.interfaces.size(); ++i)
-        out.interfaces[i] = row_named(rates->interfaces, s.interfaces[i].name, next);
-    out.host = delta_row(rates->host, "host");
+        out.interfaces[i] = row_at(rates->interfaces, s.interfaces[i].name, out.interface_at[i]);
+    out.host = row_at(rates->host, "host", out.host_at);
 }
 
 const DeltaRow* gpu_row(const RuleInput& in, std::size_t i) {

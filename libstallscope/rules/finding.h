@@ -42,6 +42,9 @@ struct EntityRows {
     std::vector<const DeltaRow*> gpus;        // rates->gpus
     std::vector<const DeltaRow*> interfaces;  // rates->interfaces
     const DeltaRow* host = nullptr;           // rates->host, "host"
+    // Where each was found in its table last time: tried first (entity_rows_into).
+    std::vector<std::size_t> gpu_at, interface_at;
+    std::size_t host_at = 0;
 };
 
 // Fills `out` for `s` (every row nullptr without rates), reusing its storage.

@@ -67,13 +67,15 @@ void Profiler::run_rules(const RuleInput& in, Findings& out) {
     collector_failure_rule(in, out);
     gpu_telemetry_rule(in, out);
     stale_.evaluate(in, out);
-    // fabric
-    port_state_.evaluate(in, out);
-    link_flap_rule(in, out);
-    rdma_error_rule(in, out);
-    rdma_loss_rule(in, out);
-    rdma_congestion_rule(in, out);
-    cc_misconfig_rule(in, out);
+    // fabric: these six judge the sample's RDMA ports alone (a node without any, most of them, skips them)
+    if (!in.cur.rdma.empty()) {
+        port_state_.evaluate(in, out);
+        link_flap_rule(in, out);
+        rdma_error_rule(in, out);
+        rdma_loss_rule(in, out);
+        rdma_congestion_rule(in, out);
+        cc_misconfig_rule(in, out);
+    }
     pfc_.evaluate(in, out);
     interface_errors_rule(in, out);
     // nccl (RAS, Inspector, logs, nccl-tests)
@@ -165,7 +167,9 @@ void Profiler::profile(const Snapshot& s, SnapshotShape shape, Profile* out) {
     for (const Finding& f : findings) {
         const int rank = label_rank(f.reason.label);
         if (rank != worst) continue;
-        conf = std::max(conf, reason_confidence(f.reason.severity, f.score));
+        // The verdict reads a sample's confidence only when it is FAST (the rank-0 findings' is then
+        // replaced below): the verdict-only pass skips the log2 of every firing finding.
+        if (out) conf = std::max(conf, reason_confidence(f.reason.severity, f.score));
         if (!f.hint.empty() && !hint)
             hint = &f.hint;
         else if (!f.hint.empty() && *hint != f.hint)

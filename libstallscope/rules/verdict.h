@@ -29,7 +29,7 @@ struct SampleOutcome {
     double interval = 0;  // seconds since the previous sample (0 for the first)
     const Findings* findings = nullptr;
     std::string_view label;          // per-sample label: kLabelFast, ...
-    double confidence = 0;           // per-sample confidence
+    double confidence = 0;           // per-sample confidence: read for a FAST sample only
     bool counters_seen = false;      // any GPU gauge or any counter delta this sample
     bool collectors_failed = false;  // Snapshot::collector_failures non-empty
     std::optional<double> mean_gpu_util;
