@@ -29,8 +29,7 @@ std::int64_t unzigzag(std::uint64_t u) {
 // mantissa / 10^fraction_digits, correctly rounded. Below 2^53 that is one division of two exact doubles
 // (Clinger's fast path); above (17 significant digits, such as 30.213299999999997, which arithmetic on
 // gauges gives) the decimal is spelled out and read by from_chars, which rounds correctly too.
-double decimal_value(std::int64_t mantissa, std::uint64_t magnitude, unsigned fraction_digits) {
-    if (magnitude < kExactMantissa) return static_cast<double>(mantissa) / kPowersOfTen[fraction_digits];
+[[gnu::noinline]] double spelled_decimal_value(std::int64_t mantissa, unsigned fraction_digits) {
     char text[48];  // "-999999999999999999e-22"
     char* end = std::to_chars(text, text + 24, mantissa).ptr;
     *end++ = 'e';
@@ -39,6 +38,11 @@ double decimal_value(std::int64_t mantissa, std::uint64_t magnitude, unsigned fr
     double value = 0;
     std::from_chars(text, end, value);
     return value;
+}
+
+inline double decimal_value(std::int64_t mantissa, std::uint64_t magnitude, unsigned fraction_digits) {
+    if (magnitude < kExactMantissa) return static_cast<double>(mantissa) / kPowersOfTen[fraction_digits];
+    return spelled_decimal_value(mantissa, fraction_digits);
 }
 
 // The decimal the shortest round-trip text of `value` spells, without an exponent: 612.25 -> mantissa
@@ -97,15 +101,16 @@ const unsigned char* read_gauge(const unsigned char* p, const unsigned char* end
     if (!(p = read_varint(p, end, tag)) || !(p = read_varint(p, end, number))) return nullptr;
     if (tag == kRawGaugeTag) {
         std::memcpy(&value, &number, sizeof value);
-    } else {
-        const std::int64_t mantissa = unzigzag(number);
-        const std::uint64_t magnitude =
-            mantissa < 0 ? ~static_cast<std::uint64_t>(mantissa) + 1 : static_cast<std::uint64_t>(mantissa);
-        if (tag > kMaxFractionDigits || magnitude >= kMaxMantissa) return nullptr;  // never written
-        value = decimal_value(mantissa, magnitude, static_cast<unsigned>(tag));
+        // A JSON "g" holds numbers only: NaN and infinities go in "set" as null, so none is taken here
+        // either. (A decimal below is finite by construction: under 10^18 over at most 10^22.)
+        return std::isfinite(value) ? p : nullptr;
     }
-    // A JSON "g" holds numbers only: NaN and infinities go in "set" as null, so none is taken here either.
-    return std::isfinite(value) ? p : nullptr;
+    const std::int64_t mantissa = unzigzag(number);
+    const std::uint64_t magnitude =
+        mantissa < 0 ? ~static_cast<std::uint64_t>(mantissa) + 1 : static_cast<std::uint64_t>(mantissa);
+    if (tag > kMaxFractionDigits || magnitude >= kMaxMantissa) return nullptr;  // never written
+    value = decimal_value(mantissa, magnitude, static_cast<unsigned>(tag));
+    return p;
 }
 
 }  // namespace
@@ -143,8 +148,8 @@ void append_record_gauge(std::string& out, double value) {
 }
 
 bool read_binary_record(std::string_view text, PlainRecord& out) {
-    out.a.clear();
-    out.g.clear();
+    // The lists are resized to each record's counts and every number written over: no clear(), which
+    // made resize() zero them first.
     out.has_a = out.has_g = false;
     const auto* p = reinterpret_cast<const unsigned char*>(text.data());
     const auto* end = p + text.size();

@@ -38,7 +38,8 @@ void append_record_delta(std::string& out, std::int64_t delta);
 void append_record_gauge(std::string& out, double value);
 
 // True when `text` (one line, without its '\n') is exactly one well-formed binary record; `out` then
-// holds its numbers. False (`out` unspecified) for anything else, a torn record included.
+// holds its numbers (out.a when out.has_a, out.g when out.has_g: a list the record lacks keeps
+// whatever it held). False (`out` unspecified) for anything else, a torn record included.
 bool read_binary_record(std::string_view text, PlainRecord& out);
 
 }  // namespace stallscope

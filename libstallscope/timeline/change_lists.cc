@@ -81,4 +81,18 @@ bool GaugeList::read(simdjson::dom::array list, std::string& problem) {
     return true;
 }
 
+void KeptOnly::sync(const CounterList& keys, const GaugeList& gauges, const Snapshot& kept,
+                    SnapshotDiffDecoder& decoder) {
+    if (!tree_behind) return;
+    for (std::size_t i = 0; i < keys.used; ++i)
+        if (keys.kept_only[i] == epoch)
+            keys.nodes[i].node->get_ref<Json::number_unsigned_t&>() = **keys.counter[i];
+    for (std::size_t i = 0; i < gauges.used; ++i)
+        if (gauges.kept_only[i] == epoch)
+            gauges.nodes[i].node->get_ref<Json::number_float_t&>() =
+                gauges.is_time[i] ? kept.time : **gauges.gauge[i];
+    if (time_behind) decoder.unix_time_moved();
+    tree_behind = time_behind = false;
+}
+
 }  // namespace stallscope

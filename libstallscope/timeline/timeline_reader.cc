@@ -231,6 +231,15 @@ class Reader {
 
     // "a": one difference per plain "keys" entry; then each derived entry's, from its source's.
     bool apply_a(const std::vector<std::int64_t>& deltas, std::size_t number) {
+        if (keys_.derived.empty()) {  // every entry plain (a node without RDMA ports): one delta each
+            if (deltas.size() != keys_.used) {
+                problem_ = "\"a\" does not match \"keys\"";
+                return broken(number);
+            }
+            for (std::size_t i = 0; i < deltas.size(); ++i)
+                if (!add(i, deltas[i], number)) return false;
+            return true;
+        }
         std::size_t i = 0;
         for (const std::int64_t delta : deltas) {
             while (i < keys_.used && keys_.factor[i] != 0) ++i;
@@ -256,13 +265,17 @@ class Reader {
     }
 
     // Listed entry `i` moved by `delta` (a listed counter that did not move is a 0: nothing to apply).
-    bool add(std::size_t i, std::int64_t delta, std::size_t number) {
+    // The common case inline: a counter added to kept_ alone.
+    [[gnu::always_inline]] bool add(std::size_t i, std::int64_t delta, std::size_t number) {
         if (delta == 0) return true;
-        if (keys_.kept_only[i] == kept_only_epoch_) {  // kept_ alone; its tree node catches up in sync_tree
+        if (keys_.kept_only[i] == kept_only_.epoch) {  // kept_ alone; its tree node catches up in sync_tree
             **keys_.counter[i] += static_cast<std::uint64_t>(delta);  // wraps as the tree's unsigned add
-            tree_behind_ = true;
+            kept_only_.tree_behind = true;
             return true;
         }
+        return add_through_tree(i, delta, number);
+    }
+    [[gnu::noinline]] bool add_through_tree(std::size_t i, std::int64_t delta, std::size_t number) {
         if (!decoder_.add(keys_.nodes[i], keys_.pointers[i], delta, problem_)) return broken(number);
         const Json* node = keys_.nodes[i].node;
         // A counter snapshot_from_json would read as this unsigned value: written straight into the kept
@@ -279,41 +292,27 @@ class Reader {
             *kept = node->get_ref<const Json::number_unsigned_t&>();
             // From now on the same in kept_ alone, until tree_moves(). Never when reading whole samples,
             // the path the fuzz target compares this one with.
-            if (!whole_samples_) keys_.kept_only[i] = kept_only_epoch_;
+            if (!whole_samples_) keys_.kept_only[i] = kept_only_.epoch;
         } else {
             touched_.touch(keys_.targets[i]);
         }
         return true;
     }
 
-    // A counter placed in kept_ is, after the first record that moves it, added to kept_ alone: its node in
-    // the decoder's tree (a heap node per counter, a cache miss each: 7 % of a dgx-h100 replay) is left
-    // behind and written once, here, when anything is about to read or reshape the tree: a JSON record,
-    // a gauge that is not set in place, fields re-read, the whole tree read. Both hold the same unsigned
-    // number, so the tree then holds what adding to it every record would have left.
-    // Gauges the same (apply_g), and "/time" then derived from the "/unix_time" kept_ moved.
-    void sync_tree() {
-        if (!tree_behind_) return;
-        for (std::size_t i = 0; i < keys_.used; ++i)
-            if (keys_.kept_only[i] == kept_only_epoch_)
-                keys_.nodes[i].node->get_ref<Json::number_unsigned_t&>() = **keys_.counter[i];
-        for (std::size_t i = 0; i < gauges_.used; ++i)
-            if (gauges_.kept_only[i] == kept_only_epoch_)
-                gauges_.nodes[i].node->get_ref<Json::number_float_t&>() =
-                    gauges_.is_time[i] ? kept_.time : **gauges_.gauge[i];
-        if (time_behind_) decoder_.unix_time_moved();
-        tree_behind_ = time_behind_ = false;
-    }
+    // A counter placed in kept_ is, after the first record that moves it, added to kept_ alone (gauges and
+    // the time the same, apply_g): the tree catches up when anything is about to read or reshape it
+    // (KeptOnly, change_lists.h): a JSON record, a gauge that is not set in place, fields re-read.
+    void sync_tree() { kept_only_.sync(keys_, gauges_, kept_, decoder_); }
     // Before the tree is read or changed other than by a kept counter's add: it catches up, and every
     // counter goes through the decoder again until a record finds it unsigned and placed in kept_ again.
     void tree_moves() {
         sync_tree();
-        ++kept_only_epoch_;
+        ++kept_only_.epoch;
     }
     // The tree is dropped (keyframe, damage): nothing to catch up.
     void tree_replaced() {
-        tree_behind_ = time_behind_ = false;
-        ++kept_only_epoch_;
+        kept_only_.tree_behind = kept_only_.time_behind = false;
+        ++kept_only_.epoch;
     }
 
     bool read_gauge_keys(simdjson::dom::array list, std::size_t number) {
@@ -338,12 +337,12 @@ class Reader {
         for (std::size_t i = 0; i < values.size(); ++i) {
             const double v = values[i];
             const bool time = gauges_.is_time[i];
-            if (gauges_.kept_only[i] == kept_only_epoch_) {
+            if (gauges_.kept_only[i] == kept_only_.epoch) {
                 double& kept = time ? kept_.time : **gauges_.gauge[i];
                 if (!same_double(kept, v)) {
                     kept = v;
-                    tree_behind_ = true;
-                    time_behind_ = time_behind_ || time;
+                    kept_only_.tree_behind = true;
+                    kept_only_.time_behind = kept_only_.time_behind || time;
                 }
                 continue;
             }
@@ -363,7 +362,7 @@ class Reader {
             // the same. Never when reading whole samples, the path the fuzz target compares this one with.
             if (!whole_samples_ && kept_clean_ && decoder_.sets_in_place(gauges_.nodes[i]) &&
                 (time || (gauge && gauge->has_value() && same_double(**gauge, v))))
-                gauges_.kept_only[i] = kept_only_epoch_;
+                gauges_.kept_only[i] = kept_only_.epoch;
         }
         return true;
     }
@@ -456,10 +455,8 @@ class Reader {
     PlainRecord plain_;  // the plain record's numbers (or the DOM's "a" and "g", collected the same way)
     SnapshotDiffDecoder decoder_;
     std::string problem_;
-    CounterList keys_;  // "keys", the list "a" follows
-    std::uint64_t kept_only_epoch_ = 1;
-    bool tree_behind_ = false;        // some node of the tree does not hold its kept_ counter's value yet
-    bool time_behind_ = false;        // and "/unix_time" moved in kept_ alone since the tree last caught up
+    CounterList keys_;                // "keys", the list "a" follows
+    KeptOnly kept_only_;              // which entries are set in kept_ alone, and whether the tree is behind
     bool unix_time_written_ = false;  // this record set "/unix_time" through the decoder
     GaugeList gauges_;                // "gkeys", the list "g" follows
     KeptCounter set_kept_;            // the same for a "set" pointer
