@@ -65,6 +65,9 @@ struct RuleInput {
     const std::vector<PortRows>* ports = nullptr;
     // entity_rows_into(cur, rates) when the profiler has it; gpu_row() etc. look rows up otherwise.
     const EntityRows* rows = nullptr;
+    // Per GPU of cur, in its order: a small number for its key, the same all run (GpuSlots), when the
+    // profiler has them; PerGpu looks GPUs up by key otherwise.
+    const std::vector<std::uint32_t>* gpu_slots = nullptr;
 };
 
 // The Rates row of in.cur.gpus[i], of in.cur.interfaces[i], of the host: nullptr without rates or row.
@@ -275,6 +278,50 @@ template <class T>
 T& entry(KeyedState<T>& state, std::string_view key) {
     return state[key];
 }
+
+// Numbers 0, 1, 2, ... for GPU keys in the order first seen: the profiler gives each GPU of a sample its
+// number once (assign), and every rule that keeps per-GPU state indexes a vector with it (PerGpu), where
+// each looked the GPU's key up itself (five lookups of a 40-byte uuid per GPU per sample).
+class GpuSlots {
+  public:
+    std::uint32_t slot(std::string_view key) {
+        std::uint32_t& id = ids_[key];  // 0: a key not seen before
+        if (id == 0) id = ++count_;
+        return id - 1;
+    }
+    // The slots of s.gpus, in its order (valid until the next assign).
+    const std::vector<std::uint32_t>& assign(const Snapshot& s) {
+        slots_.resize(s.gpus.size());
+        for (std::size_t i = 0; i < s.gpus.size(); ++i) slots_[i] = slot(gpu_key_view(s.gpus[i], key_));
+        return slots_;
+    }
+
+  private:
+    KeyedState<std::uint32_t> ids_;
+    std::uint32_t count_ = 0;
+    std::vector<std::uint32_t> slots_;
+    std::string key_;
+};
+
+// A rule's state per GPU, by its slot: the profiler's (RuleInput::gpu_slots), or its own numbering by
+// key when the rule runs without them (a test). One rule instance sees one or the other all along.
+template <class T>
+class PerGpu {
+  public:
+    // The state of in.cur.gpus[i], value-initialised the first time its GPU is seen.
+    T& at(const RuleInput& in, std::size_t i) {
+        const std::uint32_t slot = in.gpu_slots && in.gpu_slots->size() == in.cur.gpus.size()
+                                       ? (*in.gpu_slots)[i]
+                                       : own_.slot(gpu_key_view(in.cur.gpus[i], key_));
+        if (slot >= items_.size()) items_.resize(slot + 1);
+        return items_[slot];
+    }
+
+  private:
+    std::vector<T> items_;
+    GpuSlots own_;
+    std::string key_;
+};
 
 // Label precedence: FAIL_RISK > SLOW > UNKNOWN > FAST (positive evidence beats missing data); anything
 // else ranks as FAST. Inline, by length first: the profiler and the verdict rank every finding of every

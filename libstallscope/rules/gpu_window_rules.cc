@@ -187,8 +187,9 @@ void HwSlowdownRule::evaluate(const RuleInput& in, Findings& out) {
     static_assert(kKinds == sizeof hits_ / sizeof hits_[0]);
     std::vector<Hit>* hits = hits_;
     for (auto& h : hits_) h.clear();
-    for (const auto& g : in.cur.gpus) {
-        auto& w = entry(history_, gpu_key_view(g, key_));
+    for (std::size_t gi = 0; gi < in.cur.gpus.size(); ++gi) {
+        const Gpu& g = in.cur.gpus[gi];
+        Window& w = history_.at(in, gi);
         w.samples.push_back({now, dt, hw_slowdown_bits(g)});
         account(w, w.samples.back(), +1);
         while (!w.samples.empty() && w.samples.front().time <= now - in.t.hw_slowdown_window_seconds) {
@@ -267,12 +268,12 @@ void HwSlowdownRule::evaluate(const RuleInput& in, Findings& out) {
 }
 
 void ThermalThrottleRule::evaluate(const RuleInput& in, Findings& out) {
-    std::string buf;
-    for (const auto& g : in.cur.gpus) {
+    for (std::size_t i = 0; i < in.cur.gpus.size(); ++i) {
+        const Gpu& g = in.cur.gpus[i];
         if (!g.sm_clock_mhz || !g.temperature_c) continue;
         const double clock = static_cast<double>(*g.sm_clock_mhz), temp = *g.temperature_c;
         const bool busy = !g.utilization_pct || *g.utilization_pct >= in.t.gpu_util_low_pct;
-        Peak& p = entry(peaks_, gpu_key_view(g, buf));
+        Peak& p = peaks_.at(in, i);
         if (!busy) continue;
         if (clock >= p.clock) {
             p = Peak{clock, temp, 0};
@@ -311,9 +312,9 @@ void ThermalThrottleRule::evaluate(const RuleInput& in, Findings& out) {
 void BusyWaitHangRule::evaluate(const RuleInput& in, Findings& out) {
     std::vector<const Gpu*> hung;
     double since = 0, worst_frac = 0;
-    std::string buf;
-    for (const auto& g : in.cur.gpus) {
-        Run& run = entry(runs_, gpu_key_view(g, buf));
+    for (std::size_t i = 0; i < in.cur.gpus.size(); ++i) {
+        const Gpu& g = in.cur.gpus[i];
+        Run& run = runs_.at(in, i);
         // issue 15: GPM (SM/tensor/DRAM activity) decides where present; utilization + power otherwise.
         const std::optional<bool> gpm_spin = gpm_spinning(g, in.t);
         const bool spinning = gpm_spin

@@ -39,10 +39,9 @@ class HwSlowdownRule {
         const Gpu* gpu;
         double share, total, since;
     };
-    KeyedState<Window> history_;  // by GPU key
+    PerGpu<Window> history_;
     double last_time_ = -1;
     std::vector<Hit> hits_[3];  // this sample's, per kind; reused between samples
-    std::string key_;           // gpu_key_view's buffer
 };
 
 // gpu_thermal_throttle (SLOW): the SM clock fell >= thermal_clock_drop_pct below the busy peak of this
@@ -56,7 +55,7 @@ class ThermalThrottleRule {
     struct Peak {
         double clock = 0, temp = 0, since = 0;
     };
-    KeyedState<Peak> peaks_;  // by GPU key
+    PerGpu<Peak> peaks_;
 };
 
 // gpu_busy_wait_hang (FAIL_RISK): utilization >= hang_util_pct while power <= hang_power_max_frac of
@@ -71,7 +70,7 @@ class BusyWaitHangRule {
         int samples = 0;
         double since = 0;
     };
-    KeyedState<Run> runs_;  // by GPU key
+    PerGpu<Run> runs_;
 };
 
 // gpu_idle (SLOW): N of M GPUs at <= gpu_idle_util_pct continuously for >= gpu_idle_window_seconds.

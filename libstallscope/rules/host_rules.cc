@@ -231,10 +231,10 @@ void StaleTelemetryRule::evaluate(const RuleInput& in, Findings& out) {
         track(f, rdma_changes_, now);
         if (frozen(f)) judge("rdma", f, "rdma", SubjectKind::kOther, "all RDMA port counters");
     }
-    std::string& buf = buf_;
-    for (const auto& g : in.cur.gpus) {
+    for (std::size_t i = 0; i < in.cur.gpus.size(); ++i) {
+        const Gpu& g = in.cur.gpus[i];
         if (!g.energy_mj) continue;
-        Family& f = entry(gpu_energy_, gpu_key_view(g, buf));
+        Family& f = gpu_energy_.at(in, i);
         track(f, *g.energy_mj, now);
         if (frozen(f))
             judge("gpu_energy", f, gpu_key(g), SubjectKind::kGpu, gpu_name(g) + ": energy counter");

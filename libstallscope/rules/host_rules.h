@@ -65,8 +65,7 @@ class StaleTelemetryRule {
     Family rdma_;  // all RDMA port counters of the node; its fingerprint: rdma_changes_
     std::vector<Counter> rdma_last_, rdma_walked_;  // their values last sample; scratch without rdma_values
     std::uint64_t rdma_changes_ = 0;                // samples in which any of them differed from the last
-    KeyedState<Family> gpu_energy_;                 // by GPU key: its energy counter
-    std::string buf_;                               // a GPU key, reused between samples
+    PerGpu<Family> gpu_energy_;                     // its energy counter
 };
 
 }  // namespace stallscope

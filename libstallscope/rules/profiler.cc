@@ -144,7 +144,8 @@ void Profiler::profile(const Snapshot& s, SnapshotShape shape, Profile* out) {
     port_rows_into(s, rates, ports_);
     entity_rows_into(s, rates, rows_);
     const RuleInput in{
-        s, last_ ? &*last_ : nullptr, rates, t_, &peer_names_, rates_.rdma_values(), &ports_, &rows_};
+        s,      last_ ? &*last_ : nullptr, rates, t_, &peer_names_, rates_.rdma_values(), &ports_,
+        &rows_, &gpu_slots_.assign(s)};
 
     Findings& findings = findings_;
     findings.set_verdict_only(out ? nullptr : &verdict_);  // what the Profile would show

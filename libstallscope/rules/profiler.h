@@ -70,6 +70,7 @@ class Profiler {
     Findings findings_;            // this sample's, reused: its capacity is kept between samples
     std::vector<PortRows> ports_;  // this sample's RDMA ports and their rows, for the fabric rules
     EntityRows rows_;              // this sample's GPUs', interfaces' and host's rows
+    GpuSlots gpu_slots_;           // the rules' per-GPU state: one number per GPU key
 };
 
 }  // namespace stallscope
