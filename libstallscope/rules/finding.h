@@ -289,12 +289,12 @@ class GpuSlots {
         if (id == 0) id = ++count_;
         return id - 1;
     }
-    // The slots of s.gpus, in its order (valid until the next assign).
-    const std::vector<std::uint32_t>& assign(const Snapshot& s) {
+    // slots() becomes those of s.gpus, in its order.
+    void assign(const Snapshot& s) {
         slots_.resize(s.gpus.size());
         for (std::size_t i = 0; i < s.gpus.size(); ++i) slots_[i] = slot(gpu_key_view(s.gpus[i], key_));
-        return slots_;
     }
+    const std::vector<std::uint32_t>& slots() const { return slots_; }
 
   private:
     KeyedState<std::uint32_t> ids_;

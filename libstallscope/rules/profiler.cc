@@ -141,11 +141,19 @@ void Profiler::profile(const Snapshot& s, SnapshotShape shape, Profile* out) {
     // Into the same Rates every sample: rewritten in place, no allocation while the layout holds.
     const Rates* rates = rates_.update(s, shape);
     if (!s.nccl.empty()) peer_names_.learn(s);
-    port_rows_into(s, rates, ports_);
-    entity_rows_into(s, rates, rows_);
+    // The rows of the sample's ports, GPUs, interfaces and host in Rates, and its GPUs' slots: again only
+    // when its entities or the Rates tables may differ from the last sample's. A lender's shape id
+    // promises the same entities (snapshot.h); the tracker reshapes its tables only when it rebuilds.
+    const RowsKey rows_key{shape.id, &s, rates, rates_.rebuilds()};
+    if (shape.id == 0 || rows_key != rows_key_) {
+        port_rows_into(s, rates, ports_);
+        entity_rows_into(s, rates, rows_);
+        gpu_slots_.assign(s);
+        rows_key_ = rows_key;
+    }
     const RuleInput in{
         s,      last_ ? &*last_ : nullptr, rates, t_, &peer_names_, rates_.rdma_values(), &ports_,
-        &rows_, &gpu_slots_.assign(s)};
+        &rows_, &gpu_slots_.slots()};
 
     Findings& findings = findings_;
     findings.set_verdict_only(out ? nullptr : &verdict_);  // what the Profile would show

@@ -71,6 +71,16 @@ class Profiler {
     std::vector<PortRows> ports_;  // this sample's RDMA ports and their rows, for the fabric rules
     EntityRows rows_;              // this sample's GPUs', interfaces' and host's rows
     GpuSlots gpu_slots_;           // the rules' per-GPU state: one number per GPU key
+    // What ports_, rows_ and gpu_slots_ were resolved for: the lender's shape, its sample, the Rates and
+    // the tracker's rebuild count (profile()).
+    struct RowsKey {
+        std::uint64_t shape = 0;
+        const Snapshot* sample = nullptr;
+        const Rates* rates = nullptr;
+        std::uint64_t rebuilds = 0;
+        bool operator==(const RowsKey&) const = default;
+    };
+    RowsKey rows_key_;
 };
 
 }  // namespace stallscope

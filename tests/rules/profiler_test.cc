@@ -428,3 +428,38 @@ TEST_CASE("Numbers in messages read as printf wrote them: fixed to 0-2 decimals,
         CHECK(fmt_num(v) == reference(v));
     }
 }
+
+// Replay lends one sample, updated in place, under the reader's shape (snapshot.h): the profiler keeps the
+// sample's rows in Rates and its GPUs' slots while the shape holds, and resolves them again when a new
+// shape says the entities changed, or the first Rates come. Here GPU-2 reports ECC errors in the second
+// sample (the first with Rates), two GPUs swap places, then one of them reports ECC errors: the verdict
+// must be the one built from copies (no shape), naming the right GPUs.
+TEST_CASE("a lent sample's rows and GPU slots are resolved again when its shape changes") {
+    Profiler lent, copied;
+    Snapshot s = healthy(0);
+    for (Gpu& g : s.gpus) g.ecc_uncorrected = 0;
+    SnapshotShape shape = SnapshotShape::fresh();
+    for (int i = 1; i <= 8; ++i) {
+        const auto k = static_cast<std::uint64_t>(i * 10);
+        s.time = i * 10;
+        s.rdma[0].hw_counters["rp_cnp_handled"] = 10 * k;
+        s.rdma[0].counters["port_rcv_packets"] = 1'000'000 * k;
+        s.rdma[0].counters["port_rcv_data"] = 250'000'000 * k;
+        s.interfaces[0].rx_bytes = 1'000'000 * k;
+        if (i == 4) {
+            std::swap(s.gpus[0], s.gpus[1]);
+            shape = SnapshotShape::fresh();
+        }
+        if (i == 2) s.gpus[2].ecc_uncorrected = 5u;      // GPU-2
+        if (i >= 5) s.gpus[0].ecc_uncorrected = 3u * k;  // GPU-1, first since the swap
+        lent.observe_view_for_verdict(s, shape);
+        copied.observe_view_for_verdict(Snapshot(s));
+        CAPTURE(i);
+        REQUIRE(to_json(lent.verdict()).dump() == to_json(copied.verdict()).dump());
+    }
+    std::vector<std::string> ecc;
+    for (const auto& r : lent.verdict().reasons)
+        if (r.reason.code == "gpu_ecc_uncorrected") ecc.push_back(r.reason.subject);
+    std::sort(ecc.begin(), ecc.end());
+    CHECK(ecc == std::vector<std::string>{"GPU-1", "GPU-2"});
+}
