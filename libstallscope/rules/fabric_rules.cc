@@ -247,9 +247,46 @@ void cc_misconfig_rule(const RuleInput& in, Findings& out) {
     }
 }
 
+namespace {
+
+// interface_errors_rule's finding, out of line: the loop over every interface of every sample then keeps
+// its sums in registers (with the evidence and texts below in its frame, they lived on the stack).
+[[gnu::noinline]] void report_interface_errors(const RuleInput& in, Findings& out, const NetInterface& iface,
+                                               std::optional<double> errors, std::optional<double> drops,
+                                               std::optional<double> packets, double ppm) {
+    const bool node_has_rdma = !in.cur.rdma.empty();
+    Evidence ev{{"errors", errors.value_or(0)},
+                {"drops", drops.value_or(0)},
+                {"per_mpkt", ppm},
+                {"threshold_per_mpkt", in.t.iface_errors_per_mpkt}};
+    if (packets) ev["packets"] = *packets;
+    const std::string numbers = fmt_num(errors.value_or(0)) + " errors + " + fmt_num(drops.value_or(0)) +
+                                " drops (" + fmt_num(ppm) + " per million packets, threshold " +
+                                fmt_num(in.t.iface_errors_per_mpkt) + ")";
+    if (is_rdma_netdev(in.cur, iface.name)) {
+        out.push_back(make_finding(
+            "fabric_interface_errors", "fabric", "warning", kLabelSlow, iface.name, SubjectKind::kInterface,
+            iface.name + " (RoCE netdev): " + numbers + " on the RDMA path", std::move(ev),
+            ppm / std::max(in.t.iface_errors_per_mpkt, 1e-9), "network"));
+    } else if (!node_has_rdma) {
+        out.push_back(make_finding(
+            "network_interface_errors", "network", "warning", kLabelSlow, iface.name, SubjectKind::kInterface,
+            iface.name + ": " + numbers + " — no RDMA port on this node, so this is the data path",
+            std::move(ev), ppm / std::max(in.t.iface_errors_per_mpkt, 1e-9), "network"));
+    } else {
+        ev["rdma_path"] = std::string("no");
+        out.push_back(make_finding(
+            "network_interface_errors", "network", "info", kLabelFast, iface.name, SubjectKind::kInterface,
+            iface.name + ": " + numbers +
+                " — TCP/Ethernet only, not the RDMA path; not counted against the step",
+            std::move(ev), 1));
+    }
+}
+
+}  // namespace
+
 void interface_errors_rule(const RuleInput& in, Findings& out) {
     if (!in.rates) return;
-    const bool node_has_rdma = !in.cur.rdma.empty();
     for (std::size_t i = 0; i < in.cur.interfaces.size(); ++i) {
         const NetInterface& iface = in.cur.interfaces[i];
         if (std::string_view(iface.name) == "lo") continue;
@@ -261,34 +298,7 @@ void interface_errors_rule(const RuleInput& in, Findings& out) {
         if (n <= 0 || n < in.t.iface_min_events) continue;
         const double ppm = packets && *packets > 0 ? n / *packets * 1e6 : 1e6;
         if (ppm < in.t.iface_errors_per_mpkt) continue;
-        Evidence ev{{"errors", errors.value_or(0)},
-                    {"drops", drops.value_or(0)},
-                    {"per_mpkt", ppm},
-                    {"threshold_per_mpkt", in.t.iface_errors_per_mpkt}};
-        if (packets) ev["packets"] = *packets;
-        const std::string numbers = fmt_num(errors.value_or(0)) + " errors + " + fmt_num(drops.value_or(0)) +
-                                    " drops (" + fmt_num(ppm) + " per million packets, threshold " +
-                                    fmt_num(in.t.iface_errors_per_mpkt) + ")";
-        if (is_rdma_netdev(in.cur, iface.name)) {
-            out.push_back(make_finding(
-                "fabric_interface_errors", "fabric", "warning", kLabelSlow, iface.name,
-                SubjectKind::kInterface, iface.name + " (RoCE netdev): " + numbers + " on the RDMA path",
-                std::move(ev), ppm / std::max(in.t.iface_errors_per_mpkt, 1e-9), "network"));
-        } else if (!node_has_rdma) {
-            out.push_back(make_finding(
-                "network_interface_errors", "network", "warning", kLabelSlow, iface.name,
-                SubjectKind::kInterface,
-                iface.name + ": " + numbers + " — no RDMA port on this node, so this is the data path",
-                std::move(ev), ppm / std::max(in.t.iface_errors_per_mpkt, 1e-9), "network"));
-        } else {
-            ev["rdma_path"] = std::string("no");
-            out.push_back(
-                make_finding("network_interface_errors", "network", "info", kLabelFast, iface.name,
-                             SubjectKind::kInterface,
-                             iface.name + ": " + numbers +
-                                 " — TCP/Ethernet only, not the RDMA path; not counted against the step",
-                             std::move(ev), 1));
-        }
+        report_interface_errors(in, out, iface, errors, drops, packets, ppm);
     }
 }
 

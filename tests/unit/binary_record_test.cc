@@ -100,6 +100,16 @@ TEST_CASE("varints: every value back, and never a '\\n' byte") {
         // zigzag: even values are non-negative deltas, odd ones negative
         const std::int64_t expected = static_cast<std::int64_t>((v >> 1) ^ (~(v & 1) + 1));
         CHECK(out.a[0] == expected);
+        // The same number with 8 or more bytes after it, which the reader takes 8 at a time.
+        std::string followed(1, kBinaryRecordMarker);
+        append_record_varint(followed, kBinaryRecordHasA);
+        append_record_varint(followed, 2);
+        append_record_varint(followed, v);
+        append_record_varint(followed, UINT64_MAX - 1);  // 10 bytes
+        REQUIRE(read_binary_record(followed, out));
+        REQUIRE(out.a.size() == 2);
+        CHECK(out.a[0] == expected);
+        CHECK(out.a[1] == std::numeric_limits<std::int64_t>::max());
     }
 }
 
