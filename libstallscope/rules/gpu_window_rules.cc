@@ -179,10 +179,13 @@ void HwSlowdownRule::evaluate(const RuleInput& in, Findings& out) {
     const auto& kinds = kHwSlowdownKinds;
     constexpr std::size_t kKinds = kHwSlowdownKindCount;
     static_assert(kKinds == sizeof(Window::set) / sizeof(double));
-    auto account = [&](Window& w, const Sample& s, double sign) {
-        w.total += sign * s.dt;
+    // The sums in locals while the window moves (the deque's writes could alias them in memory, so every
+    // add was a store and a reload), written back once: the same additions in the same order.
+    double sum_total = 0, sum_set[kKinds] = {};
+    auto account = [&](const Sample& s, double sign) {
+        sum_total += sign * s.dt;
         for (std::size_t i = 0; i < kKinds; ++i)
-            if (s.bits & kinds[i].bit) w.set[i] += sign * s.dt;
+            if (s.bits & kinds[i].bit) sum_set[i] += sign * s.dt;
     };
     static_assert(kKinds == sizeof hits_ / sizeof hits_[0]);
     std::vector<Hit>* hits = hits_;
@@ -190,12 +193,17 @@ void HwSlowdownRule::evaluate(const RuleInput& in, Findings& out) {
     for (std::size_t gi = 0; gi < in.cur.gpus.size(); ++gi) {
         const Gpu& g = in.cur.gpus[gi];
         Window& w = history_.at(in, gi);
-        w.samples.push_back({now, dt, hw_slowdown_bits(g)});
-        account(w, w.samples.back(), +1);
+        sum_total = w.total;
+        std::copy(std::begin(w.set), std::end(w.set), sum_set);
+        const Sample added{now, dt, hw_slowdown_bits(g)};
+        w.samples.push_back(added);
+        account(added, +1);
         while (!w.samples.empty() && w.samples.front().time <= now - in.t.hw_slowdown_window_seconds) {
-            account(w, w.samples.front(), -1);
+            account(w.samples.front(), -1);
             w.samples.pop_front();
         }
+        w.total = sum_total;
+        std::copy(std::begin(sum_set), std::end(sum_set), w.set);
         if (w.samples.empty()) w = Window{};  // no drift left behind by the subtractions
         const double total = w.total;
         if (total <= 1e-9) continue;

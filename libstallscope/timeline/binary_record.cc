@@ -42,7 +42,11 @@ std::int64_t unzigzag(std::uint64_t u) {
 }
 
 inline double decimal_value(std::int64_t mantissa, std::uint64_t magnitude, unsigned fraction_digits) {
-    if (magnitude < kExactMantissa) return static_cast<double>(mantissa) / kPowersOfTen[fraction_digits];
+    // A whole number (a GPU's utilization or temperature, the time) needs no division: its latency was
+    // the largest cost of reading a record.
+    if (magnitude < kExactMantissa)
+        return fraction_digits == 0 ? static_cast<double>(mantissa)
+                                    : static_cast<double>(mantissa) / kPowersOfTen[fraction_digits];
     return spelled_decimal_value(mantissa, fraction_digits);
 }
 

@@ -404,7 +404,7 @@ class Reader {
     void emit_changed(std::size_t number) {
         if (!kept_clean_ || touched_.everything() || whole_samples_) return emit_kept(number);
         problems_.clear();
-        for (std::size_t f = 0; f < TouchedFields::kFields; ++f) {
+        for (std::size_t f = 0; touched_.any() && f < TouchedFields::kFields; ++f) {
             if (!touched_.whole(f) && touched_.elements(f).empty()) continue;
             const auto field = static_cast<SnapshotField>(f);
             // Read from the tree, into new elements of kept_: where the counters are, both must be current.

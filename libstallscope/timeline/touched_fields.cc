@@ -33,10 +33,11 @@ TouchTarget touch_target(std::string_view pointer) {
 
 void TouchedFields::touch(const TouchTarget& t) {
     if (t.everything) {
-        everything_ = true;
+        any_ = everything_ = true;
         return;
     }
     if (t.field == SnapshotField::none) return;  // "schema", or a key snapshot_from_json ignores
+    any_ = true;
     const auto f = static_cast<std::size_t>(t.field);
     if (t.element == TouchTarget::kWhole) {
         whole_[f] = true;
@@ -52,7 +53,8 @@ void TouchedFields::touch(const TouchTarget& t) {
 }
 
 void TouchedFields::clear() {
-    everything_ = false;
+    if (!any_) return;
+    any_ = everything_ = false;
     whole_.fill(false);
     for (std::size_t f = 0; f < kFields; ++f) {
         for (const std::size_t i : elements_[f]) seen_[f][i] = 0;

@@ -33,11 +33,15 @@ class TouchedFields {
     void touch(const TouchTarget& t);
     void clear();
     bool everything() const { return everything_; }
+    // Anything touched since clear(): most records of a steady node touch nothing (their numbers go
+    // straight into the kept snapshot), and the reader then skips the walk of every field.
+    bool any() const { return any_; }
     bool whole(std::size_t field) const { return whole_[field]; }
     // Elements touched in a field not touched whole, each once, in the order first touched.
     const std::vector<std::size_t>& elements(std::size_t field) const { return elements_[field]; }
 
   private:
+    bool any_ = false;
     bool everything_ = false;
     std::array<bool, kFields> whole_{};
     std::array<std::vector<std::size_t>, kFields> elements_;
