@@ -1,6 +1,5 @@
 #include "libstallscope/timeline/binary_record.h"
 
-#include <bit>
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -42,11 +41,7 @@ std::int64_t unzigzag(std::uint64_t u) {
 }
 
 inline double decimal_value(std::int64_t mantissa, std::uint64_t magnitude, unsigned fraction_digits) {
-    // A whole number (a GPU's utilization or temperature, the time) needs no division: its latency was
-    // the largest cost of reading a record.
-    if (magnitude < kExactMantissa)
-        return fraction_digits == 0 ? static_cast<double>(mantissa)
-                                    : static_cast<double>(mantissa) / kPowersOfTen[fraction_digits];
+    if (magnitude < kExactMantissa) return static_cast<double>(mantissa) / kPowersOfTen[fraction_digits];
     return spelled_decimal_value(mantissa, fraction_digits);
 }
 
@@ -87,26 +82,6 @@ bool decimal_of(double value, std::int64_t& mantissa, std::uint64_t& magnitude, 
 // 8 groups, where quotient x 127 + 126 can pass 64 bits.
 inline const unsigned char* read_varint(const unsigned char* p, const unsigned char* end,
                                         std::uint64_t& value) {
-    if constexpr (std::endian::native == std::endian::little) {
-        // With 8 bytes left, without a branch per byte (whose exits a varint's length decides: the
-        // mispredictions were most of reading a record): its last byte is the first with the high bit
-        // clear, the 7-bit groups before it are packed by three shift-and-mask steps.
-        if (end - p >= 8) {
-            std::uint64_t word = 0;
-            std::memcpy(&word, p, sizeof word);
-            if (const std::uint64_t stops = ~word & 0x8080808080808080; stops != 0) {
-                const unsigned last_at = static_cast<unsigned>(std::countr_zero(stops)) / 8;  // 0..7
-                const unsigned last = static_cast<unsigned>(word >> (last_at * 8)) & 0xff;
-                if (last == '\n') return nullptr;
-                std::uint64_t groups = word & ((std::uint64_t{1} << (last_at * 8)) - 1) & 0x7f7f7f7f7f7f7f7f;
-                groups = ((groups & 0x7f007f007f007f00) >> 1) | (groups & 0x007f007f007f007f);
-                groups = ((groups & 0x3fff00003fff0000) >> 2) | (groups & 0x00003fff00003fff);
-                groups = ((groups & 0x0fffffff00000000) >> 4) | (groups & 0x000000000fffffff);
-                value = groups * kLastByteBase + (last - (last > '\n'));  // < 2^49 x 127: no overflow
-                return p + last_at + 1;
-            }
-        }
-    }
     std::uint64_t quotient = 0;
     unsigned shift = 0;
     for (; p != end && *p >= 0x80; ++p, shift += 7) {

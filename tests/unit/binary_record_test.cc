@@ -100,7 +100,7 @@ TEST_CASE("varints: every value back, and never a '\\n' byte") {
         // zigzag: even values are non-negative deltas, odd ones negative
         const std::int64_t expected = static_cast<std::int64_t>((v >> 1) ^ (~(v & 1) + 1));
         CHECK(out.a[0] == expected);
-        // The same number with 8 or more bytes after it, which the reader takes 8 at a time.
+        // The same number with others after it (a record's numbers are read where they end).
         std::string followed(1, kBinaryRecordMarker);
         append_record_varint(followed, kBinaryRecordHasA);
         append_record_varint(followed, 2);
