@@ -75,6 +75,23 @@ std::vector<double> edge_gauges() {
             std::nextafter(0.1, 0.0)};
 }
 
+// `written` through the writer and the reader (a temporary file): no warning, every sample exactly.
+void reads_back_exactly(const std::vector<Snapshot>& written) {
+    char tmpl[] = "/tmp/stallscope-binrec-XXXXXX";
+    REQUIRE(mkdtemp(tmpl) != nullptr);
+    const std::string path = std::string(tmpl) + "/t.jsonl.zst";
+    std::vector<std::string> warnings;
+    const auto read = test::write_then_read(written, path, &warnings);
+    CHECK(warnings.empty());
+    REQUIRE(read.size() == written.size());
+    for (std::size_t i = 0; i < written.size(); ++i) {
+        CAPTURE(i);
+        CHECK(to_json(read[i]).dump() == to_json(written[i]).dump());
+    }
+    ::unlink(path.c_str());
+    ::rmdir(tmpl);
+}
+
 }  // namespace
 
 TEST_CASE("varints: every value back, and never a '\\n' byte") {
@@ -351,9 +368,6 @@ TEST_CASE("counters added to the kept sample alone are in the tree when an eleme
     // The reader adds a placed counter to its kept sample only, leaving the decoder's tree behind until
     // something reads the tree. Here a port's rate (a gauge the reader cannot place) changes every few
     // records, so the port is re-read from the tree between records that only move its counters.
-    char tmpl[] = "/tmp/stallscope-binrec-XXXXXX";
-    REQUIRE(mkdtemp(tmpl) != nullptr);
-    const std::string path = std::string(tmpl) + "/t.jsonl.zst";
     Snapshot s = test::full_snapshot();
     REQUIRE_FALSE(s.rdma.empty());
     REQUIRE_FALSE(s.rdma[0].counters.empty());
@@ -365,16 +379,7 @@ TEST_CASE("counters added to the kept sample alone are in the tree when an eleme
         if (i % 4 == 3) s.rdma[0].rate_gbps = 100.0 + i;
         written.push_back(s);
     }
-    std::vector<std::string> warnings;
-    const auto read = test::write_then_read(written, path, &warnings);
-    CHECK(warnings.empty());
-    REQUIRE(read.size() == written.size());
-    for (std::size_t i = 0; i < written.size(); ++i) {
-        CAPTURE(i);
-        CHECK(to_json(read[i]).dump() == to_json(written[i]).dump());
-    }
-    ::unlink(path.c_str());
-    ::rmdir(tmpl);
+    reads_back_exactly(written);
 }
 
 TEST_CASE(
@@ -446,9 +451,6 @@ TEST_CASE("gauges and the time set in the kept sample alone are in the tree when
     // reader's kept sample only. Every 4th record a gauge the reader cannot place (GPM SM activity)
     // re-reads the GPU from the tree; every 7th a JSON record (throttle reasons, a "set") changes the
     // tree itself. Both must find every gauge current.
-    char tmpl[] = "/tmp/stallscope-binrec-XXXXXX";
-    REQUIRE(mkdtemp(tmpl) != nullptr);
-    const std::string path = std::string(tmpl) + "/t.jsonl.zst";
     Snapshot s = test::full_snapshot();
     REQUIRE_FALSE(s.gpus.empty());
     s.gpus[0].gpm = GpmMetrics{};
@@ -465,14 +467,5 @@ TEST_CASE("gauges and the time set in the kept sample alone are in the tree when
         if (i % 7 == 6) g.throttle_reasons = {i % 2 ? "sw_power_cap" : "hw_slowdown"};
         written.push_back(s);
     }
-    std::vector<std::string> warnings;
-    const auto read = test::write_then_read(written, path, &warnings);
-    CHECK(warnings.empty());
-    REQUIRE(read.size() == written.size());
-    for (std::size_t i = 0; i < written.size(); ++i) {
-        CAPTURE(i);
-        CHECK(to_json(read[i]).dump() == to_json(written[i]).dump());
-    }
-    ::unlink(path.c_str());
-    ::rmdir(tmpl);
+    reads_back_exactly(written);
 }
