@@ -177,7 +177,6 @@ void port_rows_into(const Snapshot& s, const Rates* rates, std::vector<PortRows>
 
 namespace {
 
-// row_after for a key that is the row's name (a GPU's uuid), compared by words (same_name).
 // The row of `entity`, tried first where it was last time (`at`, the index its last lookup found): a
 // node's entities and its Rates tables keep their names sample after sample, so one compare of the
 // name (same_name) instead of a binary search of the table.
