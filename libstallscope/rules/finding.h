@@ -245,10 +245,10 @@ inline std::optional<double> sum_deltas(const DeltaRow* row, std::initializer_li
     return any ? std::optional<double>(sum) : std::nullopt;
 }
 
-// Per-entity rule state by key (a GPU's key), for a rule that looks each entity of the sample up once per
-// sample, in the sample's order: entries in first-seen order, and the entry after the last one looked
-// up tried first, so the steady case is one key compare (same_name) where a std::map took a descent of
-// string compares (memcmp calls, several GPU rules each sample). Entries are never removed (as the maps
+// Per-entity state by key (a GPU's key: GpuSlots below), for a caller that looks each entity of the sample
+// up once per sample, in the sample's order: entries in first-seen order, and the entry after the last one
+// looked up tried first, so the steady case is one key compare (same_name) where a std::map took a descent
+// of string compares (memcmp calls). Entries are never removed (as the maps
 // they replace, nothing erased them); a reference is valid until the next lookup of a new key.
 template <class T>
 class KeyedState {
@@ -273,11 +273,6 @@ class KeyedState {
     std::vector<std::pair<std::string, T>> items_;
     std::size_t last_ = 0;
 };
-
-template <class T>
-T& entry(KeyedState<T>& state, std::string_view key) {
-    return state[key];
-}
 
 // Numbers 0, 1, 2, ... for GPU keys in the order first seen: the profiler gives each GPU of a sample its
 // number once (assign), and every rule that keeps per-GPU state indexes a vector with it (PerGpu), where

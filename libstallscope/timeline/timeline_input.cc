@@ -172,11 +172,17 @@ TimelineInput::Fill TimelineInput::fill_plain(char* to, std::size_t room, std::s
 
 // After damaged compressed data: forget the frame and look for the next frame's magic number, from just
 // after the failed frame's start (as far back as the history reaches): the damage may have swallowed it.
-void TimelineInput::resync() {
+// The decoder leaves the frame it is in; the partial line before this point is dropped (lost_bytes_).
+void TimelineInput::drop_frame() {
     ZSTD_DCtx_reset(zstd_, ZSTD_reset_session_only);
     frame_open_ = false;
-    seeking_frame_ = lost_bytes_ = true;
+    lost_bytes_ = true;
     next_input_hint_ = 0;
+}
+
+void TimelineInput::resync() {
+    drop_frame();
+    seeking_frame_ = true;
     const std::uint64_t from = std::max(frame_start_ + 1, raw_base_);
     raw_pos_ = static_cast<std::size_t>(std::min<std::uint64_t>(from - raw_base_, raw_end_));
 }
@@ -252,10 +258,7 @@ TimelineInput::Fill TimelineInput::fill_zstd(char* to, std::size_t room, std::si
             warn_(line_number_ + 1,
                   "a frame ends part-way through a block where the next one starts (helper killed mid-write, "
                   "then restarted?); the lines of the block cut short are skipped");
-            ZSTD_DCtx_reset(zstd_, ZSTD_reset_session_only);
-            frame_open_ = false;
-            lost_bytes_ = true;
-            next_input_hint_ = 0;
+            drop_frame();
             continue;
         }
         std::size_t limit = std::min(raw_end_, raw_pos_ + slice);
@@ -277,10 +280,7 @@ TimelineInput::Fill TimelineInput::fill_zstd(char* to, std::size_t room, std::si
             // is dropped, and the new frame is decoded from its first byte.
             warn_(line_number_ + 1,
                   "a frame ends unfinished where the next one starts (helper restarted or timeline moved?)");
-            ZSTD_DCtx_reset(zstd_, ZSTD_reset_session_only);
-            frame_open_ = false;
-            lost_bytes_ = true;
-            next_input_hint_ = 0;
+            drop_frame();
             raw_pos_ = call_start;
             if (out.pos > 0) break;
             continue;

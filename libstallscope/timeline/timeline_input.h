@@ -66,6 +66,7 @@ class TimelineInput {
     Fill fill_zstd(char* to, std::size_t room, std::size_t& got, std::string& error);
     bool read_raw(std::string& error);  // more compressed bytes into in_
     bool sniff(std::string& error);
+    void drop_frame();
     void resync();
     bool starts_new_frame(std::size_t at);
     Next first_line_too_long(std::string& error) const;

@@ -296,8 +296,8 @@ TEST_CASE("straggler by power alone: only when every peer reports its power") {
     CHECK(run_series(partial, {gpus_at(0, g)}, t).empty());
 }
 
-// The GPU rules keep their per-GPU state in a KeyedState (tried first: the entry after the last one looked
-// up): whatever order the keys come in, it must answer as a map would.
+// The GPUs' slots (GpuSlots, hence every rule's per-GPU state) are a KeyedState (tried first: the entry
+// after the last one looked up): whatever order the keys come in, it must answer as a map would.
 TEST_CASE("KeyedState answers as a map, whatever order the GPUs come in") {
     KeyedState<int> state;
     std::map<std::string, int> reference;
@@ -313,13 +313,13 @@ TEST_CASE("KeyedState answers as a map, whatever order the GPUs come in") {
     for (const auto& keys : samples)
         for (const std::string& key : keys) {
             CAPTURE(key);
-            int& mine = entry(state, key);
+            int& mine = state[key];
             int& theirs = reference[key];
             CHECK(mine == theirs);
             mine = theirs = ++n;
         }
     CHECK(state.size() == reference.size());
-    for (const auto& [key, value] : reference) CHECK(entry(state, key) == value);
+    for (const auto& [key, value] : reference) CHECK(state[key] == value);
 }
 
 // Findings::clear() keeps the findings' storage for the next sample; add() must leave nothing of the

@@ -23,11 +23,6 @@ using namespace stallscope;
 
 namespace {
 
-std::string file_bytes(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    return {std::istreambuf_iterator<char>(in), {}};
-}
-
 bool same_bits(double a, double b) {
     return std::memcmp(&a, &b, sizeof a) == 0;
 }
@@ -415,10 +410,10 @@ TEST_CASE(
         REQUIRE(first.open(dir + "/first.jsonl.zst", error));
         REQUIRE(first.write_header(timeline_header(written.front(), 1.0, {}), error));
         for (std::size_t i = 0; i < 6; ++i) {
-            if (i == 5) before_last = file_bytes(dir + "/first.jsonl.zst").size();
+            if (i == 5) before_last = test::file_bytes(dir + "/first.jsonl.zst").size();
             REQUIRE(first.append_sample(written[i], Profile{}, error));
         }
-        const std::string bytes = file_bytes(dir + "/first.jsonl.zst");
+        const std::string bytes = test::file_bytes(dir + "/first.jsonl.zst");
         REQUIRE(bytes.size() > before_last + 2);
         std::ofstream(path, std::ios::binary)
             << bytes.substr(0, before_last + (bytes.size() - before_last) / 2);

@@ -4,6 +4,8 @@
 
 #include <doctest/doctest.h>
 
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -12,6 +14,12 @@
 #include "libstallscope/timeline/timeline.h"
 
 namespace stallscope::test {
+
+// A file's bytes, whole (empty when it cannot be read).
+inline std::string file_bytes(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), {}};
+}
 
 // The samples as read back (REQUIREs that writing and reading succeed and the file is v2); the reader's
 // warnings into `warnings`; a new frame every `per_frame` samples when not 0.

@@ -104,14 +104,9 @@ Snapshot node_snapshot(const std::string& node) {
     return Sampler::for_node(roots).sample_at(1'790'000'000);
 }
 
-std::string file_bytes(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    return {std::istreambuf_iterator<char>(in), {}};
-}
-
 // The whole file through one zstd stream, as `zstdcat` gives it (REQUIREs that it decompresses).
 std::string decompressed(const std::string& path) {
-    const std::string compressed = file_bytes(path);
+    const std::string compressed = test::file_bytes(path);
     ZSTD_DCtx* dctx = ZSTD_createDCtx();
     std::string text(1 << 16, '\0'), all;
     ZSTD_inBuffer in{compressed.data(), compressed.size(), 0};
@@ -395,7 +390,7 @@ TEST_CASE("a killed helper: every cut of the file reads the samples before the c
     const std::string dir = temp_dir();
     const auto written = moving(node_snapshot(std::string(STALLSCOPE_FIXTURES_DIR) + "/nodes/roce"), 10);
     write_then_read(written, dir + "/whole.jsonl.zst");
-    const std::string bytes = file_bytes(dir + "/whole.jsonl.zst");
+    const std::string bytes = test::file_bytes(dir + "/whole.jsonl.zst");
     std::size_t previous = 0;
     for (std::size_t cut = bytes.size() / 2; cut <= bytes.size(); cut += 7) {
         const std::string path = dir + "/cut.jsonl.zst";
@@ -415,7 +410,7 @@ TEST_CASE("a damaged frame is skipped to the next one; the samples there are exa
     const std::string dir = temp_dir();
     const auto written = moving(node_snapshot(std::string(STALLSCOPE_FIXTURES_DIR) + "/nodes/roce"), 12);
     write_then_read(written, dir + "/t.jsonl.zst", nullptr, 4);
-    std::string bytes = file_bytes(dir + "/t.jsonl.zst");
+    std::string bytes = test::file_bytes(dir + "/t.jsonl.zst");
     // Damage the first frame's compressed data (past its header and the header line).
     for (std::size_t i = bytes.size() / 6; i < bytes.size() / 6 + 16; ++i) bytes[i] ^= 0x5a;
     const std::string path = dir + "/damaged.jsonl.zst";
@@ -447,7 +442,7 @@ TEST_CASE(
     for (int i = 0; i < 3; ++i)
         REQUIRE(w.append_sample(written[static_cast<std::size_t>(i)], Profile{}, error));
     // What relocate_timeline does: copy what is there (here cut short, as a full disk leaves it), reopen.
-    const std::string bytes = file_bytes(dir + "/a.jsonl.zst");
+    const std::string bytes = test::file_bytes(dir + "/a.jsonl.zst");
     std::ofstream(dir + "/b.jsonl.zst", std::ios::binary) << bytes.substr(0, bytes.size() - 5);
     REQUIRE(w.open(dir + "/b.jsonl.zst", error));
     for (int i = 3; i < 6; ++i)
@@ -529,7 +524,7 @@ TEST_CASE("an unfinished frame followed by a new one (helper killed, then restar
         REQUIRE(first.open(dir + "/first.jsonl.zst", error));
         REQUIRE(first.write_header(timeline_header(written.front(), 1.0, {}), error));
         for (int i = 0; i < 6; ++i) REQUIRE(first.append_sample(written[i], Profile{}, error));
-        std::ofstream(path, std::ios::binary) << file_bytes(dir + "/first.jsonl.zst");
+        std::ofstream(path, std::ios::binary) << test::file_bytes(dir + "/first.jsonl.zst");
     }
     {
         TimelineWriter second(TimelineFormat::zstd_v2);  // appends a new frame: header, full sample
