@@ -143,7 +143,13 @@ std::string compose_comment_segment(const StepVerdict& verdict, int gpu_count, c
 }
 
 std::optional<CommentSegment> parse_comment_segment(const std::string& comment) {
-    const auto start = comment.find(kCommentPrefix);
+    // Ours is a whole segment: at the start of the comment or right after the "; " that joins segments
+    // (spank/comment.cc merge_comment). "stallscope/1 ..." inside another segment (a foreign tool's text,
+    // or a value a job put there) is not ours and is never read.
+    std::size_t start = comment.find(kCommentPrefix);
+    while (start != std::string::npos && start != 0 &&
+           (start < 2 || comment.compare(start - 2, 2, "; ") != 0))
+        start = comment.find(kCommentPrefix, start + 1);
     if (start == std::string::npos) return std::nullopt;
     std::istringstream in(comment.substr(start + std::string(kCommentPrefix).size()));
     CommentSegment seg;

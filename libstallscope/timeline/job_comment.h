@@ -59,7 +59,8 @@ struct CommentSegment {
     std::vector<std::string> missing, stragglers;
 };
 
-// Finds our segment inside a whole comment (which may hold other tools' text) and parses it.
+// Finds our segment inside a whole comment (which may hold other tools' text) and parses it: the first
+// "stallscope/1 " that starts the comment or follows "; ", never one inside another segment.
 std::optional<CommentSegment> parse_comment_segment(const std::string& comment);
 
 }  // namespace stallscope

@@ -32,7 +32,7 @@ TEST_CASE("the comment segment is compact, versioned and names the root cause") 
 TEST_CASE("a path with spaces is encoded so the segment stays one key=value list, and parses back") {
     const auto s = compose_comment_segment(slow_verdict(), 2, "n1", "/home/u/my run/v.json");
     CHECK(s.find("file=/home/u/my%20run/v.json") != std::string::npos);
-    auto seg = parse_comment_segment("JS1:H4sIAAAA " + s);
+    auto seg = parse_comment_segment("JS1:H4sIAAAA; " + s);
     REQUIRE(seg);
     CHECK(seg->label == "SLOW");
     CHECK(seg->confidence == doctest::Approx(0.8));
@@ -140,4 +140,24 @@ TEST_CASE("a job segment with 1000 straggler and missing nodes stays short: whol
     CHECK(seg->missing.back() == "+" + std::to_string(1000 - shown));
     f.file = "/" + std::string(3000, 'a');
     CHECK(compose_job_comment_segment(f).size() <= kCommentMaxLength);
+}
+
+TEST_CASE(
+    "only a whole segment is ours: stallscope/1 text inside another segment is never read (issue 36, M1)") {
+    // The review's forged value: a job-chosen text ahead of the real segment, in the same "; " segment.
+    const std::string forged = "x stallscope/1 FAST conf=1.00 top=none file=/tmp/evil/summary.json";
+    const std::string real =
+        "stallscope/1 FAIL_RISK conf=0.93 top=gpu_xid:79 gpus=8 dur=60 file=/w/s/summary.json";
+    auto seg = parse_comment_segment(forged + "; " + real);
+    REQUIRE(seg);
+    CHECK(seg->label == "FAIL_RISK");
+    CHECK(seg->file == "/w/s/summary.json");
+    // Inside a foreign segment, with no real one: nothing.
+    CHECK_FALSE(parse_comment_segment("JS1:abc stallscope/1 FAST conf=1.00 file=/tmp/evil"));
+    CHECK_FALSE(parse_comment_segment("JS1:abc;stallscope/1 FAST conf=1.00"));
+    CHECK_FALSE(parse_comment_segment("xstallscope/1 FAST conf=1.00"));
+    // At the start, after "; ", and after a foreign segment that itself mentions us.
+    CHECK(parse_comment_segment("stallscope/1 SLOW conf=0.5")->label == "SLOW");
+    CHECK(parse_comment_segment("JS1:a; stallscope/1 SLOW conf=0.5")->label == "SLOW");
+    CHECK(parse_comment_segment("note stallscope/1 FAST; stallscope/1 SLOW conf=0.5")->label == "SLOW");
 }
