@@ -1,7 +1,8 @@
 // `stallscope record`: the per-step helper. Started by the SPANK plugin as the job user; samples until
 // SIGTERM (sent from the last slurm_spank_task_exit), then writes the verdict within ~1 s and exits.
 // Contract with the plugin (spank/): --liveness-fd is the write end of a pipe whose EOF tells slurmstepd
-// we are gone; the last line written to it is the compact job-comment segment.
+// we are gone; the last complete line written to it is the compact job-comment segment (the job's writer
+// writes its node segment, then the merged job segment).
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
@@ -255,13 +256,16 @@ int run_record(int argc, char** argv, int first) {
     const int allocated_gpus = allocated_gpus_from_slurm_env();
     std::string segment = compose_comment_segment(verdict, gpu_count, profiler.last_sample()->host,
                                                   verdict_file, allocated_gpus);
+    // The node's own segment first: the job's writer then merges (a wait of up to merge_wait plus reading
+    // every node's files), and a merge the plugin cuts short at stop_timeout must still leave this node's
+    // verdict in the job comment. The plugin keeps the last complete line (spank/comment.h last_segment).
+    write_segment(liveness_fd, segment);
     if (job_writer) {
         // Merge the shared job dir (where the other nodes write), not a private fallback of ours.
         JobFinish job = finish_job(out.path, merge_wait, allocated_gpus);
         for (const auto& w : job.warnings) std::fprintf(stderr, "stallscope: %s\n", w.c_str());
-        if (!job.segment.empty()) segment = job.segment;
+        if (!job.segment.empty()) write_segment(liveness_fd, job.segment);
     }
-    write_segment(liveness_fd, segment);
     sinks.close();
     return 0;
 }

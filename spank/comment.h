@@ -1,5 +1,5 @@
-// Job comment segment handling (pure): sanitizing what the helper wrote, merging it into a shared
-// AdminComment, and reading the current AdminComment out of `scontrol show job` output.
+// Job comment segment handling (pure): sanitizing what the helper wrote and merging it into a shared
+// AdminComment (reading the current AdminComment: job_record.h).
 #pragma once
 
 #include <cstddef>
@@ -22,6 +22,12 @@ inline constexpr std::string_view kSegmentSeparator = "; ";
 // with ',', and cut at kSegmentCap. nullopt when the line is not a stallscope segment.
 std::optional<std::string> sanitize_segment(std::string_view line);
 
+// What the helper wrote on fd 3: the job's writer prints its node's own segment first and the merged
+// job segment after the merge, so a merge cut short by stop_timeout still leaves a comment (issue 36,
+// I2). The last complete ('\n'-terminated) line that sanitize_segment accepts; a line cut by the
+// SIGKILL (no '\n') is not used. nullopt when there is none.
+std::optional<std::string> last_segment(std::string_view output);
+
 // How much a segment's label says about the job, for choosing which step's verdict the job comment
 // keeps: UNKNOWN 0 < FAST 1 < SLOW 2 < FAIL_RISK 3 (any real verdict beats "could not tell"); -1 when
 // the segment has no known label. A later step replaces the comment only with a higher rank.
@@ -35,24 +41,5 @@ std::optional<std::string> merge_comment(std::string_view existing, std::string_
 
 // `file=<path>` of a sanitized segment, or empty.
 std::string segment_file(std::string_view segment);
-
-enum class AdminCommentRead { absent, present, ambiguous };
-struct ScontrolAdminComment {
-    AdminCommentRead state = AdminCommentRead::ambiguous;
-    std::string value;
-};
-
-// Reads AdminComment of job `job_id` from `scontrol show job <id>` (multi-line) and
-// `scontrol show job -o <id>` (one-liner) output. Neither form alone is unambiguous on 22.05 (no
-// --json): user-controlled fields (JobName, WorkDir, Comment, StdOut, ...) may contain newlines that
-// forge lines of the multi-line form, and spaces plus "AdminComment=" that forge fields of the one-line
-// form on either side of the real one. So the value is read in one place only, the multi-line form's
-// line right after the (single) WorkDir line, and accepted only when: the one-liner is one line (no
-// field holds a newline; WorkDir cannot change while the job runs, so a rename between the two calls
-// cannot hide one there), there is exactly one WorkDir line and at most one AdminComment line, and the
-// one-liner holds the same "WorkDir=<w> AdminComment=<value> " stretch (or no AdminComment after
-// WorkDir when absent). Anything else → ambiguous, and the caller leaves AdminComment alone.
-ScontrolAdminComment parse_scontrol_admin_comment(std::string_view multi_line, std::string_view one_line,
-                                                  std::string_view job_id);
 
 }  // namespace stallscope::spank

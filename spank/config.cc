@@ -5,12 +5,16 @@
 #ifndef STALLSCOPE_SPANK_DEFAULT_HELPER
 #define STALLSCOPE_SPANK_DEFAULT_HELPER "/usr/bin/stallscope"
 #endif
+#ifndef STALLSCOPE_SPANK_DEFAULT_JOB_READER
+#define STALLSCOPE_SPANK_DEFAULT_JOB_READER "/usr/libexec/stallscope-slurm-job"
+#endif
 
 namespace stallscope::spank {
 
 PluginConfig default_config() {
     PluginConfig config;
     config.helper = STALLSCOPE_SPANK_DEFAULT_HELPER;
+    config.job_reader = STALLSCOPE_SPANK_DEFAULT_JOB_READER;
     return config;
 }
 
@@ -21,6 +25,18 @@ bool parse_uint(std::string_view text, unsigned lo, unsigned hi, unsigned* out) 
     if (ec != std::errc() || end != text.data() + text.size()) return false;
     if (value < lo || value > hi) return false;
     *out = static_cast<unsigned>(value);
+    return true;
+}
+
+bool parse_umask(std::string_view text, mode_t* out) {
+    if (text.empty() || text.size() > 4) return false;
+    unsigned value = 0;
+    for (char c : text) {
+        if (c < '0' || c > '7') return false;
+        value = value * 8 + static_cast<unsigned>(c - '0');
+    }
+    if (value > 0777) return false;
+    *out = static_cast<mode_t>(value);
     return true;
 }
 
@@ -128,6 +144,11 @@ ConfigParse parse_plugin_args(const std::vector<std::string_view>& args) {
                 c.scontrol = value;
             else
                 bad(arg, "scontrol must be an absolute path");
+        } else if (key == "job_reader") {
+            if (is_absolute_path(value))
+                c.job_reader = value;
+            else
+                bad(arg, "job_reader must be an absolute path");
         } else if (key == "nccl_inspector_plugin") {
             if (is_absolute_path(value))
                 c.nccl_inspector_plugin = value;

@@ -2,6 +2,8 @@
 // (compiled into the plugin and into tests/spank).
 #pragma once
 
+#include <sys/types.h>
+
 #include <string>
 #include <string_view>
 #include <vector>
@@ -49,13 +51,18 @@ struct PluginConfig {
     // Absolute path of scontrol, run as root: must be a root-owned regular file in root-owned
     // directories that nobody else can write (check_root_owned_program in process.h).
     std::string scontrol = "/usr/bin/scontrol";
+    // Absolute path of the program that prints the job record as JSON when run as
+    // `<job_reader> --json show job <id>` (job_record.h), run as root before each AdminComment write and
+    // checked like scontrol: stallscope-slurm-job (spank/slurm_job.cc, libslurm's slurm_load_job; set
+    // from STALLSCOPE_SPANK_DEFAULT_JOB_READER by default_config()), or scontrol on Slurm >= 23.02.
+    std::string job_reader;
     // Timeline format the helper writes: 2 = timeline.*.jsonl.zst (changes only, zstd; ~30x smaller),
     // 1 = timeline.*.jsonl (every counter every sample) for sites whose own tools read the plain lines.
     unsigned timeline_format = 2;
 };
 
-// scontrol calls one job comment write makes at most (ping, show job, show job -o, update).
-inline constexpr unsigned kScontrolCallsPerComment = 4;
+// Slurm commands one job comment write runs at most (scontrol ping, the job reader, scontrol update).
+inline constexpr unsigned kScontrolCallsPerComment = 3;
 // Worst-case seconds of the last task_exit for this configuration (see task_exit_budget).
 unsigned task_exit_worst_case(const PluginConfig& config);
 
@@ -72,5 +79,7 @@ ConfigParse parse_plugin_args(const std::vector<std::string_view>& args);
 
 // Strict decimal parse of a whole string into [lo, hi]; no sign, no spaces, no suffix.
 bool parse_uint(std::string_view text, unsigned lo, unsigned hi, unsigned* out);
+// A umask as Slurm passes it in SLURM_UMASK ("0022"): 1 to 4 octal digits, at most 0777.
+bool parse_umask(std::string_view text, mode_t* out);
 
 }  // namespace stallscope::spank

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "spank/comment.h"
+#include "spank/escape.h"
 #include "spank/helper_spec.h"
 #include "spank/job_writer.h"
 #include "spank/nccl_env.h"
@@ -78,12 +79,13 @@ std::vector<std::string> job_env(spank_t sp) {
 // helper as the user. spank_setenv(overwrite=0) keeps a value the user set meanwhile.
 void set_nccl_env(spank_t sp) {
     NcclEnvPlan plan = plan_nccl_env(g_step.config, job_env(sp), g_step.job_num, g_step.out_dir);
-    if (!plan.note.empty()) slurm_info("stallscope: job %s: %s", g_step.job_id.c_str(), plan.note.c_str());
+    if (!plan.note.empty())
+        slurm_info("stallscope: job %s: %s", g_step.job_id.c_str(), shown(plan.note).c_str());
     std::string names;
     for (const auto& [name, value] : plan.set) {
         spank_err_t rc = spank_setenv(sp, name.c_str(), value.c_str(), 0);
         if (rc != ESPANK_SUCCESS && rc != ESPANK_ENV_EXISTS)
-            slurm_error("stallscope: job %s: cannot set %s: %s", g_step.job_id.c_str(), name.c_str(),
+            slurm_error("stallscope: job %s: cannot set %s: %s", g_step.job_id.c_str(), shown(name).c_str(),
                         spank_strerror(rc));
         else if (rc == ESPANK_SUCCESS)
             names += " " + name;
@@ -111,7 +113,8 @@ bool choose_interval(spank_t sp, unsigned* interval) {
     if (!env.empty()) {
         IntervalChoice choice = parse_interval(env.c_str(), g_step.config, "STALLSCOPE");
         if (!choice.seconds) {
-            slurm_error("stallscope: job %s: %s; not recording", g_step.job_id.c_str(), choice.error.c_str());
+            slurm_error("stallscope: job %s: %s; not recording", g_step.job_id.c_str(),
+                        shown(choice.error).c_str());
             return false;
         }
         *interval = *choice.seconds;
@@ -161,12 +164,22 @@ bool get_identity(spank_t sp) {
 // step on the node creates the state; later steps reuse it.
 bool prepare_run_dir() {
     const PluginConfig& c = g_step.config;
+    // The output directory is job-controlled (SLURM_SUBMIT_DIR, PWD): stored only when short enough,
+    // so the state file stays small and readable by the epilog (L1).
+    if (!storable_out_dir(g_step.out_dir)) {
+        slurm_error("stallscope: job %s: output directory %s is longer than %zu bytes; not recording",
+                    g_step.job_id.c_str(), shown(g_step.out_dir, 120).c_str(), kMaxStoredDirBytes);
+        return false;
+    }
     std::string err = make_root_dir(c.run_dir);
     std::string state_file = state_path(c.run_dir, g_step.job_id);
     struct stat st {};
     if (err.empty() && lstat(state_file.c_str(), &st) != 0) {
-        JobState state{g_step.user.uid, g_step.user.gid, g_step.user.groups, g_step.out_dir};
-        err = write_root_file(state_file, serialize_state(state));
+        JobState state{g_step.user.uid,  g_step.user.gid, g_step.user.groups, g_step.out_dir, {},
+                       g_step.user.umask};
+        const std::string text = serialize_state(state);
+        err = text.empty() ? "the job state does not fit " + std::to_string(kMaxStateBytes) + " bytes"
+                           : write_root_file(state_file, text);
     } else if (err.empty()) {
         // A later step: keep its output directory too when it differs (output_dir=cwd, srun --chdir).
         std::string read_err;
@@ -175,7 +188,7 @@ bool prepare_run_dir() {
             err = write_root_file(state_file, serialize_state(*state));
     }
     if (!err.empty()) {
-        slurm_error("stallscope: job %s: %s; not recording", g_step.job_id.c_str(), err.c_str());
+        slurm_error("stallscope: job %s: %s; not recording", g_step.job_id.c_str(), shown(err).c_str());
         return false;
     }
     return true;
@@ -193,7 +206,7 @@ LockTake take_sampler_lock() {
     if (fd < 0 || ::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != 0 ||
         (st.st_mode & 077) != 0) {
         slurm_error("stallscope: job %s: sampler lock %s: %s; sampling without de-duplication",
-                    g_step.job_id.c_str(), path.c_str(),
+                    g_step.job_id.c_str(), shown(path).c_str(),
                     fd < 0 ? std::strerror(errno) : "not a root-owned 0600 file");
         if (fd >= 0) ::close(fd);
         return LockTake::failed;
@@ -203,7 +216,7 @@ LockTake take_sampler_lock() {
         ::close(fd);
         if (err == EWOULDBLOCK) return LockTake::taken;
         slurm_error("stallscope: job %s: sampler lock %s: %s; sampling without de-duplication",
-                    g_step.job_id.c_str(), path.c_str(), std::strerror(err));
+                    g_step.job_id.c_str(), shown(path).c_str(), std::strerror(err));
         return LockTake::failed;
     }
     g_step.lock_fd = fd;
@@ -233,7 +246,7 @@ void choose_job_writer() {
     g_step.job_merge = g_step.job_writer && (g_step.step_id == kBatchStep || !comment_written);
     if (err.empty() && g_step.job_writer)
         err = write_root_file(writer_mark_path(c.run_dir, g_step.job_id), "1");
-    if (!err.empty()) slurm_error("stallscope: job %s: %s", g_step.job_id.c_str(), err.c_str());
+    if (!err.empty()) slurm_error("stallscope: job %s: %s", g_step.job_id.c_str(), shown(err).c_str());
 }
 
 // A helper that was gone before the step ended without leaving a verdict (SIGKILL, OOM kill, crash):
@@ -258,7 +271,9 @@ void stop_and_collect() {
     pid_t pid = g_step.helper.pid;
     StopResult stopped = stop_helper(g_step.helper, g_step.config.stop_timeout);
     const bool not_sampling = stopped.output.rfind(kNotSamplingLine, 0) == 0;
-    std::optional<std::string> segment = not_sampling ? std::nullopt : sanitize_segment(stopped.output);
+    // The job's writer prints its node segment before the merge and the job segment after it: the last
+    // complete line wins, so a merge cut short by stop_timeout still leaves the node's verdict (I2).
+    std::optional<std::string> segment = not_sampling ? std::nullopt : last_segment(stopped.output);
     const std::string how = stopped.exit_status.empty() ? "" : " (" + stopped.exit_status + ")";
     if (stopped.killed)
         slurm_error("stallscope: job %s step %s: helper %d did not finish within stop_timeout=%us; killed it",
@@ -295,7 +310,7 @@ void stop_and_collect() {
     // job_epilog summarizes that directory too. Root-owned, outside the user's dir.
     std::string err =
         write_root_file(result_path(g_step.config.run_dir, g_step.job_id), file.substr(0, slash));
-    if (!err.empty()) slurm_error("stallscope: job %s: %s", g_step.job_id.c_str(), err.c_str());
+    if (!err.empty()) slurm_error("stallscope: job %s: %s", g_step.job_id.c_str(), shown(err).c_str());
 }
 
 // Runs in the last task_exit, not in slurm_spank_exit: slurmstepd reports the last task's exit to
@@ -326,14 +341,15 @@ void write_comment() {
     }
     std::string err = write_job_comment(g_step.config, g_step.job_id, g_step.segment, g_step.update_id);
     if (!err.empty()) {
-        slurm_error("stallscope: job %s: job comment not updated: %s", g_step.job_id.c_str(), err.c_str());
+        slurm_error("stallscope: job %s: job comment not updated: %s", g_step.job_id.c_str(),
+                    shown(err, 1024).c_str());
         return;
     }
     // Counted by tests/integration/multinode_tests.sh (one write per job): keep the wording.
     slurm_info("stallscope: job %s step %s: job comment written: %s", g_step.job_id.c_str(),
                step_label(g_step.step_id).c_str(), g_step.segment.c_str());
     err = write_root_file(mark, std::to_string(rank));
-    if (!err.empty()) slurm_error("stallscope: job %s: %s", g_step.job_id.c_str(), err.c_str());
+    if (!err.empty()) slurm_error("stallscope: job %s: %s", g_step.job_id.c_str(), shown(err).c_str());
 }
 
 }  // namespace
@@ -353,6 +369,15 @@ int stepd_init_post_opt(spank_t sp) {
     unsigned interval = 0;
     if (!choose_interval(sp, &interval)) return 0;
     g_step.cwd = getenv_step(sp, "PWD");
+    // The job's umask, as srun/sbatch recorded it (slurmstepd applies it to the job's tasks): the helper
+    // and the epilog's summarize get it too (L8); 077 when it is missing or malformed.
+    const std::string mask = getenv_step(sp, "SLURM_UMASK");
+    if (!parse_umask(mask, &g_step.user.umask)) {
+        g_step.user.umask = 077;
+        if (!mask.empty())
+            slurm_verbose("stallscope: job %s: SLURM_UMASK=%s is not a umask; the helper runs with 077",
+                          g_step.job_id.c_str(), shown(mask, 16).c_str());
+    }
     // %u from the job's uid, never from SLURM_JOB_USER in the (user-controlled) job env.
     JobFacts facts{g_step.job_id, "", getenv_step(sp, "SLURM_SUBMIT_DIR"), g_step.cwd, g_step.user.uid};
     g_step.out_dir = resolve_output_dir(g_step.config, facts);
@@ -392,8 +417,8 @@ int stepd_user_init(spank_t sp) {
     std::optional<HelperProcess> helper = spawn_helper(argv, env, g_step.user, &error);
     if (!helper) {
         slurm_error("stallscope: job %s step %s: cannot start helper %s: %s; the job runs without stallscope",
-                    g_step.job_id.c_str(), step_label(g_step.step_id).c_str(), argv[0].c_str(),
-                    error.c_str());
+                    g_step.job_id.c_str(), step_label(g_step.step_id).c_str(), shown(argv[0]).c_str(),
+                    shown(error).c_str());
         g_step.enabled = false;
         release_sampler_lock();
         return 0;
@@ -401,7 +426,7 @@ int stepd_user_init(spank_t sp) {
     g_step.helper = *helper;
     slurm_verbose("stallscope: job %s step %s: helper pid %d started in %ld us (interval %us, out %s%s)",
                   g_step.job_id.c_str(), step_label(g_step.step_id).c_str(), helper->pid, now_us() - t0,
-                  g_step.interval, g_step.out_dir.c_str(),
+                  g_step.interval, shown(g_step.out_dir).c_str(),
                   g_step.job_merge    ? ", job writer"
                   : g_step.job_writer ? ", comment writer"
                                       : "");

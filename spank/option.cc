@@ -1,18 +1,8 @@
 #include "spank/option.h"
 
+#include "spank/escape.h"
+
 namespace stallscope::spank {
-
-namespace {
-
-// Keep user input printable and short inside messages that end up on one terminal line.
-std::string shown(std::string_view text) {
-    std::string out;
-    for (char ch : text.substr(0, 40)) out += (ch >= 0x20 && ch < 0x7f) ? ch : '?';
-    if (text.size() > 40) out += "...";
-    return out;
-}
-
-}  // namespace
 
 IntervalChoice parse_interval(const char* optarg, const PluginConfig& config, std::string_view source) {
     IntervalChoice choice;
@@ -22,7 +12,7 @@ IntervalChoice parse_interval(const char* optarg, const PluginConfig& config, st
     }
     std::string_view text(optarg);
     std::string range = std::to_string(config.min_interval) + " and " + std::to_string(config.max_interval);
-    std::string head = std::string(source) + "=" + shown(text) + ": ";
+    std::string head = std::string(source) + "=" + shown(text, 40) + ": ";
     unsigned value = 0;
     if (!parse_uint(text, 0, 4000000000U, &value)) {
         bool negative = text.front() == '-';

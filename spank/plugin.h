@@ -11,6 +11,7 @@ extern "C" {
 #include <optional>
 #include <string>
 
+#include "spank/comment_writer.h"
 #include "spank/config.h"
 
 namespace stallscope::spank {
@@ -45,12 +46,5 @@ int stepd_exit(spank_t sp);
 
 // `slurmstepd spank epilog` (job_script).
 int epilog_job_epilog(spank_t sp, int ac, char** av);
-
-// Writes the segment into the configured comment field of a running job (scontrol, bounded time).
-// Returns "" or a message saying what failed and why. `update_id` names the job in `scontrol update`
-// when that differs from `job_id`: an array task is "<array id>_<task id>", since JobId=<array id>
-// would update every task of the array (and fail once one of them has finished).
-std::string write_job_comment(const PluginConfig& config, const std::string& job_id,
-                              const std::string& segment, const std::string& update_id = "");
 
 }  // namespace stallscope::spank

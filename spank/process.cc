@@ -31,6 +31,7 @@ struct ChildPlan {
     bool ignore_sigterm;        // survive the job's kill sequence for a few ms (scontrol from slurmstepd)
     int liveness_fd;            // -> fd 3, or -1
     int output_fd;              // -> stdout+stderr, or -1 for /dev/null
+    bool stdout_only;           // stderr to /dev/null even with an output_fd
     int report_fd;              // CLOEXEC pipe: (stage, errno) on failure
 };
 
@@ -109,6 +110,23 @@ bool apply_limits(const ChildLimits& limits) {
     return true;
 }
 
+// Becomes `w` for good: groups, gid, uid, each verified, and root cannot be regained. Returns 0, or the
+// stage that failed (errno set). Async-signal-safe.
+int become(const Credentials& w) {
+    if (setgroups(w.groups.size(), w.groups.data()) != 0) return kIdentity;
+    if (setresgid(w.gid, w.gid, w.gid) != 0) return kIdentity;
+    if (setresuid(w.uid, w.uid, w.uid) != 0) return kIdentity;
+    uid_t r, e, s;
+    gid_t gr, ge, gs;
+    if (getresuid(&r, &e, &s) != 0 || r != w.uid || e != w.uid || s != w.uid) return kVerify;
+    if (getresgid(&gr, &ge, &gs) != 0 || gr != w.gid || ge != w.gid || gs != w.gid) return kVerify;
+    if (w.uid != 0 && setresuid(static_cast<uid_t>(-1), 0, static_cast<uid_t>(-1)) == 0) {
+        errno = EPERM;
+        return kVerify;
+    }
+    return 0;
+}
+
 [[noreturn]] void child_exec(const ChildPlan& p) {
     int report = move_high(p.report_fd);
     if (report < 0) _exit(127);
@@ -140,19 +158,11 @@ bool apply_limits(const ChildLimits& limits) {
     }
     if (p.who != nullptr) {
         // euid 0 was regained above: drop all three ids for good (§0.3).
-        const Credentials& w = *p.who;
-        if (setgroups(w.groups.size(), w.groups.data()) != 0) child_fail(report, kIdentity);
-        if (setresgid(w.gid, w.gid, w.gid) != 0) child_fail(report, kIdentity);
-        if (setresuid(w.uid, w.uid, w.uid) != 0) child_fail(report, kIdentity);
-        uid_t r, e, s;
-        gid_t gr, ge, gs;
-        if (getresuid(&r, &e, &s) != 0 || r != w.uid || e != w.uid || s != w.uid) child_fail(report, kVerify);
-        if (getresgid(&gr, &ge, &gs) != 0 || gr != w.gid || ge != w.gid || gs != w.gid)
-            child_fail(report, kVerify);
-        if (w.uid != 0 && setresuid(static_cast<uid_t>(-1), 0, static_cast<uid_t>(-1)) == 0) {
-            errno = EPERM;
-            child_fail(report, kVerify);
-        }
+        const int stage = become(*p.who);
+        if (stage != 0) child_fail(report, stage);
+        // The job's umask, as slurmstepd gives the job's tasks (L8): the helper's directory and files
+        // are then as private as the user's own.
+        umask(p.who->umask);
     }
     if (chdir("/") != 0) child_fail(report, kFds);
     int live = move_high(p.liveness_fd);
@@ -161,7 +171,7 @@ bool apply_limits(const ChildLimits& limits) {
     if (null_fd < 0 || (p.liveness_fd >= 0 && live < 0) || (p.output_fd >= 0 && out < 0))
         child_fail(report, kFds);
     if (dup2(null_fd, 0) < 0 || dup2(out >= 0 ? out : null_fd, 1) < 0 ||
-        dup2(out >= 0 ? out : null_fd, 2) < 0)
+        dup2(out >= 0 && !p.stdout_only ? out : null_fd, 2) < 0)
         child_fail(report, kFds);
     if (live >= 0 && dup2(live, 3) < 0) child_fail(report, kFds);
     if (dup3(report, 4, O_CLOEXEC) < 0) child_fail(report, kFds);
@@ -213,7 +223,7 @@ bool reap_bounded(pid_t pid, int wait_ms, int* status) {
 // Forks and runs child_exec; reads the report pipe until exec succeeded (EOF) or failed.
 pid_t fork_exec(const std::vector<std::string>& argv, const std::vector<std::string>& env,
                 const Credentials* who, const ChildLimits& limits, int liveness_fd, int output_fd,
-                bool ignore_sigterm, std::string* error) {
+                bool ignore_sigterm, bool stdout_only, std::string* error) {
     if (argv.empty() || argv[0].empty() || argv[0][0] != '/') {
         *error = "program path must be absolute";
         return -1;
@@ -224,8 +234,8 @@ pid_t fork_exec(const std::vector<std::string>& argv, const std::vector<std::str
         *error = std::string("pipe: ") + std::strerror(errno);
         return -1;
     }
-    ChildPlan plan{argv[0].c_str(), cargv.ptrs.data(), cenv.ptrs.data(), who,      &limits,
-                   ignore_sigterm,  liveness_fd,       output_fd,        report[1]};
+    ChildPlan plan{argv[0].c_str(), cargv.ptrs.data(), cenv.ptrs.data(), who,         &limits,
+                   ignore_sigterm,  liveness_fd,       output_fd,        stdout_only, report[1]};
     pid_t pid = fork();
     if (pid == 0) child_exec(plan);
     close(report[1]);
@@ -355,7 +365,7 @@ std::optional<HelperProcess> spawn_helper(const std::vector<std::string>& argv,
         *error = std::string("pipe: ") + std::strerror(errno);
         return std::nullopt;
     }
-    pid_t pid = fork_exec(argv, env, &who, helper_limits(), live[1], -1, false, error);
+    pid_t pid = fork_exec(argv, env, &who, helper_limits(), live[1], -1, false, false, error);
     close(live[1]);
     if (pid < 0) {
         close(live[0]);
@@ -401,7 +411,8 @@ void kill_helper(HelperProcess& h) {
 }
 
 CommandResult run_command(const std::vector<std::string>& argv, const std::vector<std::string>& env,
-                          const std::optional<Credentials>& who, unsigned timeout_s, bool ignore_sigterm) {
+                          const std::optional<Credentials>& who, unsigned timeout_s, bool ignore_sigterm,
+                          bool stdout_only) {
     CommandResult result;
     int out[2];
     if (pipe2(out, O_CLOEXEC) != 0) {
@@ -409,8 +420,8 @@ CommandResult run_command(const std::vector<std::string>& argv, const std::vecto
         return result;
     }
     const ChildLimits limits = who ? command_limits(timeout_s) : ChildLimits{0, 0, 0, 0};
-    pid_t pid =
-        fork_exec(argv, env, who ? &*who : nullptr, limits, -1, out[1], ignore_sigterm, &result.error);
+    pid_t pid = fork_exec(argv, env, who ? &*who : nullptr, limits, -1, out[1], ignore_sigterm, stdout_only,
+                          &result.error);
     close(out[1]);
     if (pid < 0) {
         close(out[0]);
@@ -425,7 +436,7 @@ CommandResult run_command(const std::vector<std::string>& argv, const std::vecto
     if (child.pidfd >= 0) fcntl(child.pidfd, F_SETFD, FD_CLOEXEC);
     fcntl(out[0], F_SETFL, fcntl(out[0], F_GETFL) | O_NONBLOCK);
     long deadline = now_ms() + 1000L * timeout_s;
-    bool eof = read_until_eof(out[0], result.output, 256 * 1024, deadline);
+    bool eof = read_until_eof(out[0], result.output, kCommandOutputCap, deadline);
     close(out[0]);
     int status = 0;
     errno = 0;
@@ -450,6 +461,36 @@ CommandResult run_command(const std::vector<std::string>& argv, const std::vecto
     else if (WIFSIGNALED(status))
         result.error = std::string("killed by signal ") + strsignal(WTERMSIG(status));
     return result;
+}
+
+int run_forked_as(const Credentials& who, long deadline_ms, int (*fn)(const void*), const void* arg) {
+    const long left_ms = deadline_ms - now_ms();
+    if (left_ms <= 0) return -1;
+    const ChildLimits limits = command_limits(static_cast<unsigned>((left_ms + 999) / 1000));
+    const pid_t pid = fork();
+    if (pid < 0) return -1;
+    if (pid == 0) {
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, nullptr);
+        for (int sig = 1; sig < NSIG; ++sig) signal(sig, SIG_DFL);
+        setpgid(0, 0);
+        if (!apply_limits(limits) || become(who) != 0) _exit(127);
+        const int result = fn(arg);
+        _exit(result < 0 || result > 120 ? 126 : result);
+    }
+    HelperProcess child;
+    child.pid = pid;
+    child.pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0U));
+    int status = 0;
+    const bool reaped = reap_bounded(pid, static_cast<int>(std::max(0L, deadline_ms - now_ms())), &status);
+    if (!reaped) {
+        kill_helper_group(child);
+        reap_bounded(pid, kFinalReapMs, nullptr);
+    }
+    if (child.pidfd >= 0) close(child.pidfd);
+    if (!reaped || !WIFEXITED(status) || WEXITSTATUS(status) > 120) return -1;
+    return WEXITSTATUS(status);
 }
 
 std::string check_root_owned_program(const std::string& path) {

@@ -6,6 +6,7 @@
 #include <sys/resource.h>
 #include <sys/types.h>
 
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,6 +17,9 @@ struct Credentials {
     uid_t uid = 0;
     gid_t gid = 0;
     std::vector<gid_t> groups;
+    // The job's umask (SLURM_UMASK, helper_spec.h job_umask), set in the child before exec so the helper
+    // and summarize create files as the job's own processes would; 077 when the job's is not known.
+    mode_t umask = 077;
 };
 
 // Resource limits for a child that runs as the job user, soft = hard (it cannot raise them again);
@@ -49,7 +53,8 @@ struct HelperProcess {
 
 // fork + (in the child) unblock signals and reset dispositions, setpgid, regain euid 0 (ruid is 0 in
 // user_init), oom_score_adj 0 (written and read back: the spawn fails otherwise), helper_limits(),
-// become `who` completely (setgroups/setresgid/setresuid, verified), stdin/stdout/stderr /dev/null, the
+// become `who` completely (setgroups/setresgid/setresuid, verified), umask(who.umask), stdin/stdout/stderr
+// /dev/null, the
 // liveness pipe's write end on fd 3, close_range(4..), execve(argv[0], argv, env). Returns the
 // process, or nullopt with *error naming the failed step (exec errors are reported synchronously
 // through a CLOEXEC pipe, so "No such file or directory" surfaces here).
@@ -77,7 +82,7 @@ struct CommandResult {
     bool started = false;
     bool timed_out = false;
     int exit_code = -1;  // -1 when killed by a signal or not started
-    std::string output;  // stdout+stderr, first 256 KiB
+    std::string output;  // stdout+stderr (stdout only with stdout_only), first 256 KiB
     std::string error;   // why it did not start
 };
 
@@ -87,10 +92,20 @@ struct CommandResult {
 // to kill and reap; a child that outlives SIGKILL, D state on a hung NFS, is left unreaped and named
 // in error); callers with an overall deadline pass the seconds left. With ignore_sigterm the child
 // starts with SIGTERM ignored, so the job's own kill sequence (scancel, time limit: SIGTERM to
-// everything slurmstepd started) does not cut a short scontrol call short.
+// everything slurmstepd started) does not cut a short scontrol call short. With stdout_only, stderr goes
+// to /dev/null (a JSON reader's warnings must not end up inside its document).
 CommandResult run_command(const std::vector<std::string>& argv, const std::vector<std::string>& env,
                           const std::optional<Credentials>& who, unsigned timeout_s,
-                          bool ignore_sigterm = false);
+                          bool ignore_sigterm = false, bool stdout_only = false);
+
+inline constexpr std::size_t kCommandOutputCap = 256 * 1024;
+
+// Runs fn(arg) in a forked child (no exec) that has become `who` completely (as run_command's child:
+// setgroups/setresgid/setresuid, verified; RLIMIT_CPU from the time left) and returns its result
+// (0..120), or -1 when the child could not become `who`, did not finish by deadline_ms (it is killed
+// then, and a child stuck in D state is left behind after 1 s), or was reaped elsewhere. fn runs after
+// fork() in a process that may have had threads: it must be async-signal-safe (no malloc, no stdio).
+int run_forked_as(const Credentials& who, long deadline_ms, int (*fn)(const void*), const void* arg);
 
 // "" when `path` is safe for root to execute: absolute, a regular executable file owned by root and not
 // group/other-writable, in directories (every component up to /, symlinks resolved) owned by root and

@@ -7,51 +7,15 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "spank/config.h"
+#include "spank/escape.h"
 
 namespace stallscope::spank {
 
 namespace {
-
-// Values may come from the job environment (out_dir): escape '%' and control characters so every
-// value stays on its own line.
-std::string escape(std::string_view v) {
-    static const char* hex = "0123456789abcdef";
-    std::string out;
-    for (unsigned char ch : v) {
-        if (ch == '%' || ch < 0x20 || ch == 0x7f) {
-            out += '%';
-            out += hex[ch >> 4];
-            out += hex[ch & 15];
-        } else {
-            out += static_cast<char>(ch);
-        }
-    }
-    return out;
-}
-
-std::optional<std::string> unescape(std::string_view v) {
-    std::string out;
-    for (std::size_t i = 0; i < v.size(); ++i) {
-        if (v[i] != '%') {
-            out += v[i];
-            continue;
-        }
-        if (i + 2 >= v.size()) return std::nullopt;
-        unsigned byte = 0;
-        for (int k = 1; k <= 2; ++k) {
-            char c = v[i + k];
-            int d = (c >= '0' && c <= '9') ? c - '0' : (c >= 'a' && c <= 'f') ? c - 'a' + 10 : -1;
-            if (d < 0) return std::nullopt;
-            byte = byte * 16 + static_cast<unsigned>(d);
-        }
-        out += static_cast<char>(byte);
-        i += 2;
-    }
-    return out;
-}
 
 std::string errno_text(const std::string& what) {
     return what + ": " + std::strerror(errno);
@@ -62,18 +26,29 @@ std::string errno_text(const std::string& what) {
 std::string serialize_state(const JobState& s) {
     std::string groups;
     for (gid_t g : s.groups) groups += (groups.empty() ? "" : ",") + std::to_string(g);
+    char mask[8];
+    std::snprintf(mask, sizeof mask, "%04o", static_cast<unsigned>(s.umask & 0777));
     std::string text = "uid=" + std::to_string(s.uid) + "\ngid=" + std::to_string(s.gid) +
-                       "\ngroups=" + groups + "\nout_dir=" + escape(s.out_dir) + "\n";
+                       "\ngroups=" + groups + "\numask=" + mask + "\nout_dir=" + escape(s.out_dir) + "\n";
     for (const std::string& dir : s.more_out_dirs) text += "out_dir=" + escape(dir) + "\n";
-    return text;
+    return text.size() <= kMaxStateBytes ? text : "";
+}
+
+bool storable_out_dir(std::string_view dir) {
+    return !dir.empty() && dir.front() == '/' && dir.size() <= kMaxStoredDirBytes &&
+           escape(dir).size() <= kMaxStoredDirBytes;
 }
 
 bool add_out_dir(JobState& state, const std::string& dir) {
-    if (dir.empty() || dir.front() != '/' || dir == state.out_dir) return false;
+    if (!storable_out_dir(dir) || dir == state.out_dir) return false;
     if (1 + state.more_out_dirs.size() >= kMaxOutDirs) return false;
     for (const std::string& known : state.more_out_dirs)
         if (known == dir) return false;
     state.more_out_dirs.push_back(dir);
+    if (serialize_state(state).empty()) {  // over kMaxStateBytes (a user in very many groups)
+        state.more_out_dirs.pop_back();
+        return false;
+    }
     return true;
 }
 
@@ -107,6 +82,8 @@ std::optional<JobState> parse_state(std::string_view text) {
                 s.groups.push_back(n);
                 value.remove_prefix(comma == std::string_view::npos ? value.size() : comma + 1);
             }
+        } else if (key == "umask") {
+            if (value.size() != 4 || !parse_umask(value, &s.umask)) return std::nullopt;
         } else if (key == "out_dir") {
             auto dir = unescape(value);
             if (!dir || dir->empty() || dir->front() != '/') return std::nullopt;
@@ -158,7 +135,7 @@ std::optional<std::string> read_root_file(const std::string& path, std::string* 
     }
     struct stat st {};
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != 0 || (st.st_mode & 022) != 0 ||
-        st.st_size > 65536) {
+        st.st_size > static_cast<off_t>(kMaxRootFileBytes)) {
         *error = path + " is not a root-owned private regular file; ignoring it";
         close(fd);
         return std::nullopt;
@@ -187,18 +164,6 @@ std::string make_root_dir(const std::string& path) {
     struct stat st {};
     if (lstat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != 0 || (st.st_mode & 022) != 0)
         return path + " is not a root-owned directory writable only by root";
-    return "";
-}
-
-std::string make_user_dir(const std::string& path, uid_t uid, gid_t gid) {
-    if (mkdir(path.c_str(), 0700) == 0) {
-        if (chown(path.c_str(), uid, gid) != 0) return errno_text("cannot chown " + path);
-        return "";
-    }
-    if (errno != EEXIST) return errno_text("cannot create " + path);
-    struct stat st {};
-    if (lstat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != uid)
-        return path + " exists but is not a directory owned by the job user";
     return "";
 }
 

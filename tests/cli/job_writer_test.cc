@@ -1,9 +1,12 @@
 // `stallscope record --job-writer`: at its stop the job's writer waits (bounded) for the other nodes'
-// verdicts, merges the job dir once (summary.json/.txt) and prints the job segment on fd 3.
+// verdicts, merges the job dir once (summary.json/.txt) and prints the job segment on fd 3 (after its node
+// segment, printed before the wait).
 #include <doctest/doctest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <fstream>
 
 #include "tests/support/run_process.h"
@@ -98,4 +101,57 @@ TEST_CASE("a node whose timeline never gets a verdict is named missing after mer
     CHECK(r.segment.find(" missing=gpu-node-9 ") != std::string::npos);
     CHECK(r.segment.find(" file=" + out + "/summary.json") != std::string::npos);
     CHECK(exists(out + "/summary.json"));
+}
+
+TEST_CASE("the writer prints its node segment before the merge, so a merge cut short still leaves it (I2)") {
+    const std::string out = make_temp_dir("cut") + "/stallscope-4242";
+    REQUIRE(run_process({"/bin/mkdir", "-p", out}).exit_code == 0);
+    std::ofstream(out + "/timeline.0.gpu-node-9.jsonl") << "";  // a node without a verdict: the writer waits
+    int fds[2];
+    REQUIRE(::pipe(fds) == 0);
+    std::vector<std::string> env = job_env("dgx-h100", "0,1");
+    env.push_back(std::string("STALLSCOPE_NVML_LIBRARY=") + FAKE_NVML_PATH);
+    const int pid =
+        start_process({STALLSCOPE_EXE, "record", "--out-dir", out, "--interval-seconds", "0.05",
+                       "--liveness-fd", "3", "--count", "3", "--job-writer", "--merge-wait-seconds", "20"},
+                      env, fds[1]);
+    ::close(fds[1]);
+    // The plugin's stop_timeout runs out during the merge wait: SIGKILL, as stop_helper does.
+    std::string lines;
+    char buf[2048];
+    const auto t0 = std::chrono::steady_clock::now();
+    while (lines.find('\n') == std::string::npos &&
+           std::chrono::steady_clock::now() - t0 < std::chrono::seconds(15)) {
+        const ssize_t n = ::read(fds[0], buf, sizeof buf);
+        if (n <= 0) break;
+        lines.append(buf, static_cast<std::size_t>(n));
+    }
+    ::kill(pid, SIGKILL);
+    for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;)
+        lines.append(buf, static_cast<std::size_t>(n));
+    ::close(fds[0]);
+    wait_process(pid, 10);
+    INFO(lines);
+    // One complete line, the node's own segment (no nodes=), printed before the 20 s wait.
+    REQUIRE(lines.find('\n') != std::string::npos);
+    CHECK(lines.rfind("stallscope/1 ", 0) == 0);
+    CHECK(lines.find(" nodes=") == std::string::npos);
+    CHECK(lines.find(" file=" + out + "/verdict.0.") != std::string::npos);
+    CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(15));
+}
+
+TEST_CASE("the writer's fd-3 output: its node segment, then the merged job segment as the last line") {
+    const std::string out = make_temp_dir("twolines") + "/stallscope-4242";
+    const Recorded r = record(out, {"--job-writer", "--merge-wait-seconds", "5"});
+    CHECK(r.exit_code == 0);
+    INFO(r.segment);
+    const auto nl = r.segment.find('\n');
+    REQUIRE(nl != std::string::npos);
+    CHECK(r.segment.substr(0, nl).find(" nodes=") == std::string::npos);
+    const std::string last = r.segment.substr(nl + 1);
+    REQUIRE_FALSE(last.empty());
+    CHECK(last.rfind("stallscope/1 ", 0) == 0);
+    CHECK(last.find(" nodes=1 ") != std::string::npos);
+    CHECK(last.back() == '\n');
+    CHECK(std::count(r.segment.begin(), r.segment.end(), '\n') == 2);
 }

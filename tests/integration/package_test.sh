@@ -52,6 +52,8 @@ check "the plugin exports the SPANK entry points" \
   bash -c "nm -D --defined-only '$root'/usr/lib/*/slurm-wlm/stallscope.so | grep -q ' slurm_spank_init$'"
 check "the plugin starts /usr/bin/stallscope by default" \
   bash -c "grep -qa /usr/bin/stallscope '$root'/usr/lib/*/slurm-wlm/stallscope.so"
+check "the plugin's job reader is where the plugin looks for it" \
+  bash -c "test -x '$root'/usr/libexec/stallscope-slurm-job && grep -qa /usr/libexec/stallscope-slurm-job '$root'/usr/lib/*/slurm-wlm/stallscope.so"
 for page in man1/stallscope.1.gz man8/stallscope.so.8.gz; do
   check "man page $page renders without warnings" \
     bash -c "test -z \"\$(man --warnings -l '$root/usr/share/man/$page' 2>&1 >/dev/null)\""

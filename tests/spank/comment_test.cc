@@ -1,21 +1,8 @@
 #include <doctest/doctest.h>
 
-#include <fstream>
-#include <sstream>
-
 #include "spank/comment.h"
 
 using namespace stallscope::spank;
-
-namespace {
-std::string fixture(const std::string& name) {
-    std::ifstream in(std::string(STALLSCOPE_TESTS_DIR) + "/spank/fixtures/" + name);
-    REQUIRE(in.good());
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
-}  // namespace
 
 TEST_CASE("a well-formed helper line survives sanitizing unchanged (minus the newline)") {
     auto s = sanitize_segment(
@@ -78,79 +65,6 @@ TEST_CASE("segment_file finds the verdict path") {
     CHECK(segment_file("stallscope/1 FAST xfile=/nope") == "");
 }
 
-TEST_CASE("scontrol (22.05 capture): AdminComment with spaces, '=' and our segment is read exactly") {
-    auto r = parse_scontrol_admin_comment(fixture("scontrol_show_job_admincomment.txt"),
-                                          fixture("scontrol_show_job_admincomment.oneline.txt"), "13");
-    CHECK(r.state == AdminCommentRead::present);
-    CHECK(r.value == "JS1:abc def Foo=bar; stallscope/1 SLOW conf=0.80 top=x gpus=8 dur=10 file=/a b/v.json");
-}
-
-TEST_CASE("scontrol (22.05 capture): no AdminComment line means absent, the user's Comment is not taken") {
-    auto r = parse_scontrol_admin_comment(fixture("scontrol_show_job_plain.txt"),
-                                          fixture("scontrol_show_job_plain.oneline.txt"), "14");
-    CHECK(r.state == AdminCommentRead::absent);
-    CHECK(r.value.empty());
-}
-
-TEST_CASE("scontrol (22.05 capture): a job name forging an AdminComment line is detected") {
-    std::string multi = fixture("scontrol_show_job_forged.txt");
-    REQUIRE(multi.find("\n   AdminComment=forged") != std::string::npos);
-    auto r = parse_scontrol_admin_comment(multi, fixture("scontrol_show_job_forged.oneline.txt"), "15");
-    CHECK(r.state == AdminCommentRead::ambiguous);
-}
-
-TEST_CASE("scontrol: a rename raced between the two reads cannot forge AdminComment (issue 17)") {
-    // Multi-line read while JobName was "x\n   AdminComment=JS1:FAKE"; the one-liner after the user
-    // renamed the job back to "x" is one clean line. The old parser took "JS1:FAKE".
-    std::string multi = fixture("scontrol_show_job_race.txt");
-    std::string one = fixture("scontrol_show_job_race.oneline.txt");
-    REQUIRE(multi.find("\n   AdminComment=JS1:FAKE\n") != std::string::npos);
-    REQUIRE(one.find('\n') == one.size() - 1);
-    auto r = parse_scontrol_admin_comment(multi, one, "14");
-    CHECK(r.state == AdminCommentRead::ambiguous);
-    CHECK(r.value.empty());
-}
-
-TEST_CASE("scontrol: forged AdminComment lines anywhere but right after WorkDir are never read") {
-    const std::string real = fixture("scontrol_show_job_admincomment.txt");
-    const std::string real_one = fixture("scontrol_show_job_admincomment.oneline.txt");
-    // A real AdminComment plus a forged one in the job name: two candidates.
-    std::string two = real;
-    two.replace(two.find("JobName=train\n"), 14, "JobName=x\n   AdminComment=JS1:FAKE\n");
-    CHECK(parse_scontrol_admin_comment(two, real_one, "13").state == AdminCommentRead::ambiguous);
-    // No real one; the user's Comment (set with scontrol update, mutable) carries the forged line.
-    std::string plain = fixture("scontrol_show_job_plain.txt");
-    std::string in_comment = plain;
-    in_comment.replace(in_comment.find("Comment=user note \n"), 19, "Comment=n\n   AdminComment=JS1:FAKE \n");
-    CHECK(parse_scontrol_admin_comment(in_comment, fixture("scontrol_show_job_plain.oneline.txt"), "14")
-              .state == AdminCommentRead::ambiguous);
-    // A forged WorkDir line ahead of the real one: two WorkDir lines.
-    std::string workdir_twice = plain;
-    workdir_twice.replace(workdir_twice.find("JobName=plain\n"), 14,
-                          "JobName=x\n   WorkDir=/w\n   AdminComment=JS1:FAKE\n");
-    CHECK(parse_scontrol_admin_comment(workdir_twice, fixture("scontrol_show_job_plain.oneline.txt"), "14")
-              .state == AdminCommentRead::ambiguous);
-    // The multi-line value must match the one-liner's: a one-liner read after an admin changed it.
-    std::string other_one = real_one;
-    other_one.replace(other_one.find("AdminComment=JS1:abc"), 20, "AdminComment=JS1:xyz");
-    CHECK(parse_scontrol_admin_comment(real, other_one, "13").state == AdminCommentRead::ambiguous);
-}
-
-TEST_CASE("scontrol: a WorkDir made to look like an AdminComment field is read as absent, not forged") {
-    auto r = parse_scontrol_admin_comment(fixture("scontrol_show_job_workdir_spaces.txt"),
-                                          fixture("scontrol_show_job_workdir_spaces.oneline.txt"), "14");
-    CHECK(r.state == AdminCommentRead::absent);
-    CHECK(r.value.empty());
-}
-
-TEST_CASE("scontrol output of another job or an error message is not trusted") {
-    std::string multi = fixture("scontrol_show_job_plain.txt");
-    std::string one = fixture("scontrol_show_job_plain.oneline.txt");
-    CHECK(parse_scontrol_admin_comment(multi, one, "1").state == AdminCommentRead::ambiguous);
-    CHECK(parse_scontrol_admin_comment("slurm_load_jobs error: Invalid job id specified\n", "", "14").state ==
-          AdminCommentRead::ambiguous);
-}
-
 TEST_CASE("comment_rank: any real verdict beats UNKNOWN, worse labels beat better ones") {
     CHECK(comment_rank("stallscope/1 UNKNOWN conf=0.00 top=step_too_short") == 0);
     CHECK(comment_rank("stallscope/1 FAST conf=0.90 gpus=8") == 1);
@@ -161,20 +75,23 @@ TEST_CASE("comment_rank: any real verdict beats UNKNOWN, worse labels beat bette
     CHECK(comment_rank("") == -1);
 }
 
-TEST_CASE("scontrol on a job array: only the record whose JobId is ours is read") {
-    // `scontrol show job 13` of an array prints every task; task 14's record comes first here.
-    const std::string real = fixture("scontrol_show_job_admincomment.txt");
-    const std::string real_one = fixture("scontrol_show_job_admincomment.oneline.txt");
-    std::string other = fixture("scontrol_show_job_plain.txt");
-    std::string other_one = fixture("scontrol_show_job_plain.oneline.txt");
-    REQUIRE(other.rfind("JobId=14 ", 0) == 0);
-    const std::string multi = other + "\n" + real, one = other_one + real_one;
-    auto r = parse_scontrol_admin_comment(multi, one, "13");
-    CHECK(r.state == AdminCommentRead::present);
-    CHECK(r.value.rfind("JS1:abc def Foo=bar; stallscope/1 SLOW", 0) == 0);
-    // Task 14 has none of its own.
-    CHECK(parse_scontrol_admin_comment(multi, one, "14").state == AdminCommentRead::absent);
-    // A second record claiming our id (a name forging "\nJobId=13 ...") makes it ambiguous.
-    CHECK(parse_scontrol_admin_comment(multi + "\n" + real, one + real_one, "13").state ==
-          AdminCommentRead::ambiguous);
+TEST_CASE(
+    "last_segment: the job writer's merged line wins, a node line is kept when the merge was cut (I2)") {
+    const std::string node =
+        "stallscope/1 SLOW conf=0.80 top=gpu_idle gpus=8/8 dur=60 node=n1 file=/w/verdict.0.n1.json";
+    const std::string job =
+        "stallscope/1 FAIL_RISK conf=0.93 top=gpu_xid:n2:79 nodes=2 gpus=16 dur=60 node=n2";
+    // Both lines: the merged job segment.
+    CHECK(last_segment(node + "\n" + job + "\n") == job);
+    // SIGKILLed during the merge: only the node segment (the old plugin read the first line only, and
+    // the old helper printed nothing before the merge: no comment at all).
+    CHECK(last_segment(node + "\n") == node);
+    // SIGKILLed while writing the job segment: the cut line is not used.
+    CHECK(last_segment(node + "\n" + job.substr(0, 30)) == node);
+    // A garbage line after a good one (any process of the user can write fd 3): the good one stays.
+    CHECK(last_segment(node + "\n\x1b[2Jjunk\n") == node);
+    CHECK(last_segment(job + "\nstallscope/1 FAST a=1;b\n") == "stallscope/1 FAST a=1,b");
+    CHECK_FALSE(last_segment(""));
+    CHECK_FALSE(last_segment(node));  // never terminated
+    CHECK_FALSE(last_segment("JS1:abc\n"));
 }

@@ -169,7 +169,7 @@ TEST_CASE("config: stop_timeout + scontrol calls must fit task_exit_budget; shru
     ConfigParse maxed = parse_plugin_args({"stop_timeout=300", "scontrol_timeout=120"});
     CHECK(task_exit_worst_case(maxed.config) <= maxed.config.task_exit_budget);
     CHECK(maxed.config.scontrol_timeout == 1);
-    CHECK(maxed.config.stop_timeout == 46);
+    CHECK(maxed.config.stop_timeout == 48);  // 3 Slurm commands per comment write (ping, job reader, update)
     REQUIRE(maxed.errors.size() == 1);
     CHECK(maxed.errors[0].find("task_exit_budget=58") != std::string::npos);
     ConfigParse roomy =
@@ -177,6 +177,74 @@ TEST_CASE("config: stop_timeout + scontrol calls must fit task_exit_budget; shru
     CHECK(roomy.errors.empty());
     CHECK(roomy.config.stop_timeout == 300);
     CHECK(parse_plugin_args({"task_exit_budget=9"}).errors.size() == 1);
+}
+
+TEST_CASE("config: job_reader, the root-side JSON reader of the job record (M1)") {
+    CHECK(default_config().job_reader.front() == '/');
+    CHECK(default_config().job_reader.find("stallscope-slurm-job") != std::string::npos);
+    ConfigParse p = parse_plugin_args({"job_reader=/usr/bin/scontrol"});
+    CHECK(p.errors.empty());
+    CHECK(p.config.job_reader == "/usr/bin/scontrol");
+    CHECK(parse_plugin_args({"job_reader=scontrol"}).errors.size() == 1);
+}
+
+TEST_CASE("config: SLURM_UMASK values") {
+    mode_t m = 0;
+    CHECK((parse_umask("0022", &m) && m == 022));
+    CHECK((parse_umask("077", &m) && m == 077));
+    CHECK((parse_umask("0", &m) && m == 0));
+    CHECK_FALSE(parse_umask("", &m));
+    CHECK_FALSE(parse_umask("0088", &m));
+    CHECK_FALSE(parse_umask("01777", &m));
+    CHECK_FALSE(parse_umask("22 ", &m));
+    CHECK_FALSE(parse_umask("-022", &m));
+}
+
+TEST_CASE("L8: the helper and commands run as the user get the job's umask, 077 when unknown") {
+    if (geteuid() != 0) {
+        MESSAGE("skipped: needs root (identity switch)");
+        return;
+    }
+    const mode_t old = umask(022);  // slurmstepd's, inherited by the children before the fix
+    Credentials who{kNobody, kNobody, {kNobody}};
+    CHECK(run_command({"/bin/sh", "-c", "umask"}, {}, who, 5).output == "0077\n");
+    who.umask = 027;
+    CHECK(run_command({"/bin/sh", "-c", "umask"}, {}, who, 5).output == "0027\n");
+    // The long-lived helper (its fd 3 is the liveness pipe).
+    std::string error;
+    auto h = spawn_helper({"/bin/sh", "-c", "umask >&3; exec sleep 5"}, {}, who, &error);
+    REQUIRE(h);
+    StopResult stopped = stop_helper(*h, 2);
+    CHECK(stopped.output == "0027\n");
+    umask(old);
+}
+
+TEST_CASE("run_command stdout_only: a reader's stderr never lands in the document it prints") {
+    CommandResult r = run_command({"/bin/sh", "-c", "echo '{\"jobs\":[]}'; echo warning >&2"}, {},
+                                  std::nullopt, 5, false, true);
+    CHECK(r.output == "{\"jobs\":[]}\n");
+    r = run_command({"/bin/sh", "-c", "echo out; echo err >&2"}, {}, std::nullopt, 5);
+    CHECK(r.output.find("err") != std::string::npos);
+}
+
+TEST_CASE("run_forked_as: the function runs as the user, bounded by the deadline") {
+    if (geteuid() != 0) {
+        MESSAGE("skipped: needs root (identity switch)");
+        return;
+    }
+    const Credentials who{kNobody, kNobody, {kNobody}};
+    static auto uid_is_nobody = [](const void*) {
+        return getuid() == kNobody && geteuid() == kNobody ? 7 : 3;
+    };
+    CHECK(run_forked_as(who, monotonic_ms() + 5000, uid_is_nobody, nullptr) == 7);
+    static auto hang = [](const void*) {
+        while (true) pause();
+        return 0;
+    };
+    const long t0 = monotonic_ms();
+    CHECK(run_forked_as(who, monotonic_ms() + 300, hang, nullptr) == -1);
+    CHECK(monotonic_ms() - t0 < 2000);
+    CHECK(run_forked_as(who, monotonic_ms() - 1, uid_is_nobody, nullptr) == -1);  // no time left: not run
 }
 
 TEST_CASE("config: allow_test_env and scontrol keys") {
