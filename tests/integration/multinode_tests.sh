@@ -46,6 +46,7 @@ cleanup() {
     [ "${STALLSCOPE_KEEP_CLUSTER:-0}" = 1 ] || "$REPO/contrib/dev-cluster/down-multinode.sh" >/dev/null
 }
 trap cleanup EXIT
+export STALLSCOPE_PLUGSTACK_ARGS="job_reader=$(dirname "$PLUGIN")/stallscope-slurm-job ${STALLSCOPE_PLUGSTACK_ARGS:-}"
 STALLSCOPE_PLUGIN=$PLUGIN STALLSCOPE_HELPER=$HELPER "$REPO/contrib/dev-cluster/up-multinode.sh" ||
     { echo "FAIL: the multi-node cluster did not boot"; exit 1; }
 BOOT_S=$(($(date +%s) - T0))

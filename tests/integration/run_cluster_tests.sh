@@ -27,6 +27,10 @@ REPO=$(cd "$HERE/../.." && pwd)
 export PATH=$PATH:/usr/sbin:/sbin
 T0=$(date +%s)
 
+# The plugin reads the job record with stallscope-slurm-job (built next to stallscope.so) before every
+# AdminComment write (spank/job_record.h).
+JOB_READER=$(dirname "$PLUGIN")/stallscope-slurm-job
+export STALLSCOPE_PLUGSTACK_ARGS="job_reader=$JOB_READER ${STALLSCOPE_PLUGSTACK_ARGS:-}"
 STALLSCOPE_PLUGIN=$PLUGIN STALLSCOPE_HELPER=$HELPER "$REPO/contrib/dev-cluster/up.sh" ||
     { echo "FAIL: the dev cluster did not boot"; exit 1; }
 BOOT_S=$(($(date +%s) - T0))
@@ -264,6 +268,39 @@ wait_until 20 state_is "$id" RUNNING
 scontrol update JobId="$id" AdminComment="JS1:preexisting=1"
 check "job $id completes" wait_until 30 state_is "$id" COMPLETED
 check "AdminComment = JS1 value + our segment" wait_until 20 comment_matches "$id" '^JS1:preexisting=1; stallscope/1 '
+
+echo "== the helper runs with the job's umask (SLURM_UMASK; issue 36, L8)"
+out=$(as_user "$W/umask" bash -c 'umask 077; srun --stallscope=1 sh -c "echo JOBID=\$SLURM_JOB_ID; sleep 2"')
+id=$(jobid_of "$out")
+SUCCEEDED_JOBS+=("$id")
+check "a umask-077 job's directory is 0700, not 0755 (job $id)" \
+    test "$(stat -c %a "$W/umask/stallscope-$id" 2>/dev/null)" = 700
+
+echo "== AdminComment (issue 36, M1): a JobName with \\n\\n renamed in a loop while the job ends forges and removes nothing"
+id=$(as_user "$W/m1" sbatch --parsable --stallscope=1 --wrap 'sleep 8')
+SUCCEEDED_JOBS+=("$id")
+wait_until 20 state_is "$id" RUNNING
+scontrol update JobId="$id" AdminComment="JS1:abc def Foo=bar"
+# The review's names: A ends the job's record early in `scontrol show job`, B forges the one-liner.
+cat >"$W/m1/rename.sh" <<'RENAME'
+#!/bin/bash
+A=$'x\n   WorkDir=/f\n   AdminComment=JS1:FORGED_BY_USER\n\nz'
+B='x WorkDir=/f AdminComment=JS1:FORGED_BY_USER z'
+while squeue -h -j "$1" 2>/dev/null | grep -q .; do
+    scontrol update JobId="$1" JobName="$A" 2>/dev/null
+    scontrol update JobId="$1" JobName="$B" 2>/dev/null
+done
+RENAME
+chmod 755 "$W/m1/rename.sh"
+as_user "$W/m1" "$W/m1/rename.sh" "$id" &
+RENAMER=$!
+check "job $id completes while renamed in a loop" wait_until 40 state_is "$id" COMPLETED
+wait "$RENAMER" 2>/dev/null
+check "AdminComment is the JS1 value + our segment, byte for byte" \
+    wait_until 20 comment_matches "$id" '^JS1:abc def Foo=bar; stallscope/1 [A-Z_]+ [^;]*$'
+check "no forged text in AdminComment ($(sacct_field "$id" AdminComment))" \
+    eval '! grep -q FORGED <<<"$(sacct_field "$id" AdminComment)"'
+check "the plugin logged the write for job $id" log_has "stallscope: job $id step batch: job comment written: stallscope/1 "
 
 echo "== scancel mid-run: verdict still written, no helper left"
 id=$(as_user "$W/cancel" sbatch --parsable --stallscope=1 --wrap 'sleep 300')
