@@ -49,6 +49,9 @@ Usage:
   stallscope summarize DIR                    merge every verdict/timeline in DIR into summary.json + .txt
   stallscope jobs [--since TIME] [--user U | --all-users] [--all] [--json]
                                               verdicts of past jobs from one `sacct` call (AdminComment)
+  stallscope nodes [--since TIME] [--partition P] [--all-users] [--min-jobs N] [--top N] [--json]
+                                              which nodes keep hurting their jobs (root cause, straggler,
+                                              missing), with drain candidates and the command to run
   stallscope html DIR|TIMELINE... -o FILE     the report as one self-contained HTML page with charts
   stallscope compare A B [--json] [--html FILE]
                                               why is B slower than A? (timelines, job dirs or job ids)
@@ -165,6 +168,31 @@ Verdicts of past jobs from one `sacct` call: the stallscope segment of each job'
   --sacct PATH   the sacct binary (default sacct on PATH)
 Exit status: 0 listed, 1 sacct failed (its own message is shown), 2 usage error.
 )"},
+    {"nodes", R"(Usage: stallscope nodes [--since TIME] [--partition P] [--all-users] [--min-jobs N]
+                        [--drain-share R] [--top N] [--json] [--sacct PATH]
+Which nodes keep hurting the jobs they run, from one `sacct` call over a period. Each job's stallscope
+segment in AdminComment (written as root by the plugin) names its root-cause node (node= of a SLOW or
+FAIL_RISK job), its stragglers (stragglers=) and the nodes whose helper left no verdict (missing=). Per
+node: jobs it ran (with a verdict), jobs that named it, the share, by role and reason. A node is only
+credited with what a job says about the nodes sacct's NodeList has it run on.
+
+  --since TIME       sacct start time (default now-7days): YYYY-MM-DD[THH:MM[:SS]], now-N{hours,days,weeks}, ...
+  --partition P      only jobs of partition P (or P1,P2)
+  --all-users        jobs of every user (needs operator rights in slurmdbd; otherwise your own jobs)
+  --min-jobs N       rank a node only after it ran N jobs (default 3): one bad job proves little
+  --drain-share R    drain candidate when named in >= R of its jobs (default 0.5) and in >= 2 jobs
+  --top N            ranked nodes shown (default 20; the rest are counted); --json lists all
+  --json             the ranking as JSON (schema stallscope.nodes/1)
+  --sacct PATH       the sacct binary (default sacct on PATH)
+Reading it: the baseline line says how often any node is named; a node far above it while its
+job-mates were fine is the one to look at. The printed `scontrol update ... State=DRAIN` is the next
+step, never run by stallscope; check `stallscope report` on one of the listed jobs first.
+
+examples:
+  stallscope nodes --all-users --since now-14days --partition gpu
+  stallscope nodes --all-users --json | jq '.drain_candidates[].node'
+Exit status: 0 listed, 1 sacct failed (its own message is shown), 2 usage error.
+)"},
     {"html", R"(Usage: stallscope html DIR|TIMELINE... -o FILE
 The job report as one self-contained HTML page (no network needed to view it): verdict, reasons on a
 time axis, per-GPU utilization and power over time, per-port fabric rates, node x time heatmap for
@@ -253,6 +281,7 @@ int run_command(int argc, char** argv) {
             if (first == "html") return run_html(argc, argv, 2);
             if (first == "compare") return run_compare(argc, argv, 2);
             if (first == "jobs") return run_jobs(argc, argv, 2);
+            if (first == "nodes") return run_nodes(argc, argv, 2);
             if (first[0] != '-') throw UsageError("unknown command '" + first + "'");
         }
         return run_sample(argc, argv, 1);

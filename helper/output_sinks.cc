@@ -7,6 +7,7 @@
 #include "stallscope_config.h"
 #if STALLSCOPE_HAVE_CURL
 #include "libstallscope/sinks/alertmanager.h"
+#include "libstallscope/util/parse_number.h"
 #endif
 
 namespace stallscope::cli {
@@ -44,7 +45,14 @@ OutputSinks::OutputSinks(const ParsedArgs& args, bool remove_textfile_at_exit)
     if (auto url = args.value("alert-webhook-url")) {
 #if STALLSCOPE_HAVE_CURL
         std::string error;
-        impl_->alerts = AlertmanagerSink::create(*url, Labels{}, AlertmanagerOptions{}, error);
+        AlertmanagerOptions options;
+        // Prometheus semantics (issue 39): endsAt 4 resends ahead, refreshed while the fault lasts. The
+        // per-step helper resolves its alerts when its step ends (the job is gone); the CLI lets them lapse
+        // at endsAt, since a monitor that stops or restarts has not seen the fault clear.
+        options.resolve_on_close = remove_textfile_at_exit;
+        if (auto interval = args.value("interval-seconds"))
+            options.resend_interval_seconds = resend_interval_for(parse_double(*interval).value_or(0));
+        impl_->alerts = AlertmanagerSink::create(*url, Labels{}, std::move(options), error);
         if (!impl_->alerts) throw UsageError("--alert-webhook-url: " + without_prefix(error));
 #else
         throw UsageError("--alert-webhook-url: this build has no libcurl");

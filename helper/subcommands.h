@@ -11,5 +11,6 @@ int run_summarize(int argc, char** argv, int first);  // stallscope summarize DI
 int run_jobs(int argc, char** argv, int first);       // stallscope jobs (verdicts from sacct)
 int run_html(int argc, char** argv, int first);       // stallscope html DIR|TIMELINE... -o FILE
 int run_compare(int argc, char** argv, int first);    // stallscope compare A B
+int run_nodes(int argc, char** argv, int first);      // stallscope nodes (which nodes hurt jobs, from sacct)
 
 }  // namespace stallscope::cli

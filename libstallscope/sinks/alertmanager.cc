@@ -87,12 +87,14 @@ void AlertmanagerSink::close() {
         if (closed_) return;
         closed_ = true;
     }
-    std::string payload;
-    {
-        std::lock_guard lock(tracker_mutex_);
-        payload = tracker_.resolve_all(options_.clock());
+    if (options_.resolve_on_close) {
+        std::string payload;
+        {
+            std::lock_guard lock(tracker_mutex_);
+            payload = tracker_.resolve_all(options_.clock());
+        }
+        if (!payload.empty()) enqueue(std::move(payload));
     }
-    if (!payload.empty()) enqueue(std::move(payload));
     {
         std::unique_lock lock(mutex_);
         stopping_ = true;

@@ -5,8 +5,11 @@
 // update() turns the profile into a payload (AlertTracker) and pushes it on a bounded queue; when the
 // queue is full the oldest payload is dropped and counted (firing alerts carry endsAt in the future, so
 // a dropped resolve still expires on its own). The worker posts with connect and total timeouts and
-// retries 5xx/429/transport errors a bounded number of times with exponential backoff. close() queues a
-// resolve for every active alert and waits at most close_timeout for the worker to deliver it.
+// retries 5xx/429/transport errors a bounded number of times with exponential backoff. close() delivers
+// what is queued, waiting at most close_timeout; with resolve_on_close it first queues a resolve for every
+// active alert (the per-step helper: its job is gone), without it the alerts stay firing until their
+// endsAt lapses (the periodic CLI: stopping the monitor does not clear the fault; Prometheus does the
+// same on shutdown, and a restart within endsAt continues the same alert instead of flapping).
 #pragma once
 
 #include <atomic>
@@ -35,10 +38,11 @@ struct AlertmanagerOptions {
     int max_attempts = 3;                             // first try + 2 retries
     std::chrono::milliseconds retry_backoff{250};     // doubles per retry, capped at 8x
     std::size_t queue_capacity = 16;                  // payloads; each holds the full alert set
-    double resend_interval_seconds = 60;              // firing alerts re-sent this often
-    std::chrono::milliseconds close_timeout{3000};    // bound on close()
-    std::string generator_url;                        // optional link back (e.g. the job's page)
-    std::function<double()> clock;                    // epoch seconds for close(); default: system clock
+    double resend_interval_seconds = 60;            // firing alerts re-sent this often (resend_interval_for)
+    bool resolve_on_close = true;                   // false: active alerts lapse at endsAt after close()
+    std::chrono::milliseconds close_timeout{3000};  // bound on close()
+    std::string generator_url;                      // optional link back (e.g. the job's page)
+    std::function<double()> clock;                  // epoch seconds for close(); default: system clock
 };
 
 struct AlertmanagerStats {
@@ -59,8 +63,8 @@ class AlertmanagerSink {
 
     // Cheap and non-blocking: diff, render, enqueue.
     void update(const Snapshot& snapshot, const Profile& profile);
-    // Resolve all active alerts and flush, waiting at most options.close_timeout (+ ~50 ms to abandon a
-    // transfer in flight). Idempotent; the destructor calls it.
+    // Resolve all active alerts (options.resolve_on_close) and flush, waiting at most options.close_timeout
+    // (+ ~50 ms to abandon a transfer in flight). Idempotent; the destructor calls it.
     void close();
 
     AlertmanagerStats stats() const;

@@ -1,5 +1,6 @@
 #include "libstallscope/sinks/alertmanager_payload.h"
 
+#include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <utility>
@@ -80,6 +81,10 @@ std::optional<std::string> normalize_alertmanager_url(std::string_view url, std:
     out.reserve(url.size() + kApiPath.size());
     out.append(scheme).append("://").append(authority).append(path).append(kApiPath).append(query);
     return out;
+}
+
+double resend_interval_for(double sample_interval_seconds) {
+    return std::max(60.0, sample_interval_seconds);
 }
 
 AlertTracker::AlertTracker(Labels static_labels, double resend_interval_seconds, std::string generator_url)

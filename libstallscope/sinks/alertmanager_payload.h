@@ -2,7 +2,8 @@
 // tracker that turns profile reasons into firing/resolved alerts the way Prometheus does.
 //
 // Client semantics followed (Prometheus notifier): a firing alert is re-sent every resend interval with
-// endsAt = now + 4 * resend interval, so if stallscope dies its alerts expire on their own; a reason
+// endsAt = now + 4 * resend interval, so if stallscope dies or stops its alerts expire on their own
+// (resend_interval_for: Prometheus' 4 x max(resend_delay 1m, evaluation interval)); a reason
 // that clears is sent at once with endsAt = the time it cleared (resolved), and re-sent with each resend
 // for 15 minutes (Prometheus' resolvedRetention): Alertmanager ignores a resolve whose endsAt is still in
 // its future (node clock ahead of it) and keeps the older endsAt, so one send is not enough. A reason
@@ -31,6 +32,11 @@ namespace stallscope {
 // or the full /api/v2/alerts URL (a v1 URL is rewritten to v2: v1 was removed in Alertmanager 0.27).
 // Returns the POST URL, or nullopt with `error` set for a non-http(s) or empty URL.
 std::optional<std::string> normalize_alertmanager_url(std::string_view url, std::string& error);
+
+// The resend interval for a sampler that evaluates every `sample_interval_seconds` (<= 0: once): as
+// Prometheus, max(60 s, the interval), so a firing alert is refreshed before its endsAt (4 x that) even
+// when samples are minutes apart, and a 1 s sampler does not post every second.
+double resend_interval_for(double sample_interval_seconds);
 
 class AlertTracker {
   public:

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -34,6 +35,8 @@ void write_core_families(ExpositionWriter& w, const Snapshot& s, const Profile& 
                          const Entities& e);
 void write_gpu_families(ExpositionWriter& w, const Entities& e,
                         const std::map<std::string, GpuXidTotal>& xid_totals);
+void write_gpu_depth_families(ExpositionWriter& w, const Entities& e);
+void write_job_families(ExpositionWriter& w, const Snapshot& s);
 void write_network_families(ExpositionWriter& w, const Entities& e);
 void write_rdma_families(ExpositionWriter& w, const Entities& e);
 

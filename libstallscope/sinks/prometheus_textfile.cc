@@ -143,9 +143,11 @@ const std::string& PrometheusTextfile::render(const Snapshot& snapshot, const Pr
                                               const Rates* rates) {
     accumulate_xids(snapshot);
     textfile::select_entities(snapshot, profile, *entities_);
-    writer_.reset(context_labels(static_labels_, snapshot));
+    writer_.reset(context_labels(static_labels_, snapshot, /*with_job=*/false));
     textfile::write_core_families(writer_, snapshot, profile, rates, *entities_);
+    textfile::write_job_families(writer_, snapshot);
     textfile::write_gpu_families(writer_, *entities_, xid_totals_);
+    textfile::write_gpu_depth_families(writer_, *entities_);
     textfile::write_network_families(writer_, *entities_);
     textfile::write_rdma_families(writer_, *entities_);
     return writer_.text();

@@ -22,7 +22,7 @@ bool valid_label_name(std::string_view name) {
                        [](char c) { return is_alpha(c) || is_digit(c) || c == '_'; });
 }
 
-Labels context_labels(const Labels& static_labels, const Snapshot& snapshot) {
+Labels context_labels(const Labels& static_labels, const Snapshot& snapshot, bool with_job) {
     Labels out;
     out.reserve(static_labels.size() + 4);
     auto has = [&out](std::string_view name) {
@@ -31,13 +31,19 @@ Labels context_labels(const Labels& static_labels, const Snapshot& snapshot) {
     for (const auto& [name, value] : static_labels) {
         if (valid_label_name(name) && !has(name)) out.emplace_back(name, value);
     }
-    const std::pair<const char*, const std::string*> known[] = {
-        {"host", &snapshot.host},
-        {"scheduler", &snapshot.context.scheduler},
-        {"job_id", &snapshot.context.job_id},
-        {"step_id", &snapshot.context.step_id},
+    struct Known {
+        const char* name;
+        const std::string* value;
+        bool per_job;
     };
-    for (const auto& [name, value] : known) {
+    const Known known[] = {
+        {"host", &snapshot.host, false},
+        {"scheduler", &snapshot.context.scheduler, false},
+        {"job_id", &snapshot.context.job_id, true},
+        {"step_id", &snapshot.context.step_id, true},
+    };
+    for (const auto& [name, value, per_job] : known) {
+        if (per_job && !with_job) continue;
         if (!value->empty() && !has(name)) out.emplace_back(name, *value);
     }
     return out;

@@ -20,8 +20,10 @@ bool valid_label_name(std::string_view name);
 
 // Static labels (operator-given, e.g. cluster="a100-east"; invalid names are dropped) followed by what the
 // snapshot knows: host, scheduler, job_id, step_id -- each only when non-empty and not already given
-// statically. This is the label set every stallscope series and alert carries.
-Labels context_labels(const Labels& static_labels, const Snapshot& snapshot);
+// statically. This is the label set every stallscope alert carries. Textfile series take it without
+// job_id and step_id (with_job false): a label whose value changes with every job multiplies every
+// series by the number of jobs a node runs; the textfile names the job in one stallscope_job_info.
+Labels context_labels(const Labels& static_labels, const Snapshot& snapshot, bool with_job = true);
 
 // A reason becomes an alert when its severity is warning or critical; info reasons are only exported as
 // metrics (stallscope_profile_reason_active), never pushed to Alertmanager.

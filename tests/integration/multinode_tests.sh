@@ -12,6 +12,7 @@
 #      keeps the comment, n1's epilog merges once at the end
 #   G  sbatch -N3 cancelled mid-step: no helper left, at most one write, a summary
 #   H  a job array of 2 tasks: each task is its own job, with its own single comment write
+# Then `stallscope nodes` over these jobs names n2, the node that failed its job-mates (issue 39).
 # The comment writes are counted twice: the plugin's "job comment written" lines in the three slurmd
 # logs, and slurmctld's own log of AdminComment updates (SlurmctldDebug=debug).
 #
@@ -245,6 +246,31 @@ array_task_ok() {
 for t in $JH_TASKS; do
     check "array task $t: its own comment, written once, for its own dir" array_task_ok "$t"
 done
+
+# `stallscope nodes` (issue 39) over this run's jobs: n2 (port down) is the root cause job after job while
+# its job-mate n1 is fine: n2 must be a drain candidate with those jobs as evidence, n1 never named.
+SINCE=$(date -d "@$T0" +%Y-%m-%dT%H:%M:%S)
+"$HELPER" nodes --all-users --since "$SINCE" --json >"$W/nodes.json" 2>"$W/nodes.err"
+check "stallscope nodes: exit 0 ($(head -c 200 "$W/nodes.err"))" test -s "$W/nodes.json"
+nodes_names_n2() {
+    python3 - "$W/nodes.json" "$JA" "$JB" "$JC" "$JD" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+drain = {d["node"]: d for d in r["drain_candidates"]}
+n2 = drain.get("n2")
+ok = (n2 is not None and n2["root_cause"] >= 3 and n2["command"].startswith("scontrol update NodeName=n2 State=DRAIN")
+      and set(sys.argv[2:]) & set(n2["recent_job_ids"])  # the last 5 jobs that named it
+      and "n1" not in drain and all(t["node"] != "n1" for t in r["ranked"] + r["too_few_jobs"]))
+print("n2:", n2 and {k: n2[k] for k in ("jobs", "named", "root_cause", "straggler", "missing", "recent_job_ids")},
+      "drain:", sorted(drain))
+sys.exit(0 if ok else 1)
+PY
+}
+check "stallscope nodes: n2 is a drain candidate (root cause in >= 3 jobs), n1 is never named" nodes_names_n2
+"$HELPER" nodes --all-users --since "$SINCE" >"$W/nodes.txt" 2>&1
+check "stallscope nodes: the table prints the drain command for n2" \
+    grep -q "^    scontrol update NodeName=n2 State=DRAIN Reason='stallscope: named in " "$W/nodes.txt"
+sed 's/^/   | /' "$W/nodes.txt"
 
 echo "== teardown"
 "$REPO/contrib/dev-cluster/down-multinode.sh" >/dev/null

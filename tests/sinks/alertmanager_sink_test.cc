@@ -71,6 +71,31 @@ TEST_CASE("A firing reason is POSTed as a v2 alert array and resolved on close()
     CHECK(stats.failed == 0);
 }
 
+TEST_CASE(
+    "Without resolve_on_close (the periodic CLI) close() delivers what is queued and resolves nothing") {
+    // A monitor that stops has not seen the fault clear: the alert stays firing until its endsAt lapses.
+    LoopbackHttpServer server;
+    AlertmanagerOptions options = fast_options();
+    options.resolve_on_close = false;
+    options.resend_interval_seconds = resend_interval_for(1);  // a 1 s sampler
+    auto sink = make_sink(server.url(), options);
+    sink->update(snapshot_at(1000), test::slow_profile(990, 1));
+    sink->update(snapshot_at(1001), test::slow_profile(990, 1));  // within the resend interval: nothing
+    sink->close();
+    REQUIRE(server.requests().size() == 1);
+    json alerts = json::parse(server.requests()[0].body);
+    REQUIRE(alerts.size() == 1);
+    CHECK(alerts[0]["endsAt"] == format_rfc3339(1000 + 4 * 60));  // Prometheus: 4 x max(1m, interval)
+    CHECK(sink->stats().posted == 1);
+}
+
+TEST_CASE(
+    "The resend interval follows the sampling interval past a minute, as Prometheus' evaluation interval") {
+    CHECK(resend_interval_for(0) == 60);
+    CHECK(resend_interval_for(1) == 60);
+    CHECK(resend_interval_for(300) == 300);  // endsAt 20 min ahead: a 5 min sampler never lets it lapse
+}
+
 TEST_CASE("A clearing reason is resolved by the next update, without waiting for close()") {
     LoopbackHttpServer server;
     auto sink = make_sink(server.url() + "/api/v2/alerts");

@@ -59,31 +59,92 @@ TEST_CASE("A DGX-like node renders valid exposition text with exactly the docume
     Rates rates = some_rates();
     auto parsed = render_ok(sink, test::full_snapshot(1000), test::slow_profile(990, 40), &rates);
     CHECK(parsed.samples.size() == textfile_bound::max_series(8, 8, 16));
-    CHECK(parsed.samples.size() == 1494);
-    CHECK(sink.series() == 1494);
+    CHECK(parsed.samples.size() == 1687);
+    CHECK(sink.series() == 1687);
     for (const auto& s : parsed.samples) {
         INFO(s.name);
         CHECK(s.name.starts_with("stallscope_"));
         CHECK(s.labels.at("cluster") == "h100-east");
         CHECK(s.labels.at("host") == "gpu-node-07");
-        CHECK(s.labels.at("job_id") == "4242");
-        CHECK(s.labels.at("step_id") == "0");
         CHECK(s.labels.at("scheduler") == "slurm");
+        // The job is named by one info series only: a per-job label multiplies every series by the jobs.
+        CHECK(s.labels.count("job_id") == (s.name == "stallscope_job_info" ? 1u : 0u));
+        CHECK(s.labels.count("step_id") == (s.name == "stallscope_job_info" ? 1u : 0u));
+        CHECK(s.labels.count("pid") == 0);
     }
+    const auto info = parsed.find("stallscope_job_info");
+    REQUIRE(info.size() == 1);
+    CHECK(info[0]->labels.at("job_id") == "4242");
+    CHECK(info[0]->labels.at("step_id") == "0");
+}
+
+TEST_CASE("The series count does not grow with the jobs a node runs or the processes on its GPUs") {
+    PrometheusTextfile sink("/nonexistent/x.prom", {});
+    Rates rates = some_rates();
+    Snapshot s = test::full_snapshot(1000);
+    const std::size_t first = render_ok(sink, s, test::slow_profile(990, 40), &rates).samples.size();
+    s.context.job_id = "4243", s.job_cgroup->job_id = "4243";
+    for (auto& g : s.gpus) {
+        const GpuProcess other_user = g.processes->back();
+        g.processes->resize(50, other_user);  // 50 processes per GPU
+    }
+    auto parsed = render_ok(sink, s, test::slow_profile(990, 40), &rates);
+    CHECK(parsed.samples.size() == first);
+    CHECK(parsed.find("stallscope_gpu_processes", {{"gpu", "2"}})[0]->value == 50);
+    CHECK(parsed.find("stallscope_gpu_foreign_processes", {{"gpu", "2"}})[0]->value == 49);
+}
+
+TEST_CASE("GPU depth and job cgroup values carry their units") {
+    PrometheusTextfile sink("/nonexistent/x.prom", {});
+    auto parsed = render_ok(sink, test::full_snapshot(1000), test::slow_profile(990), nullptr);
+    CHECK(parsed.find("stallscope_gpu_sm_active_ratio", {{"gpu", "1"}})[0]->value == doctest::Approx(0.125));
+    CHECK(parsed.find("stallscope_gpu_tensor_active_ratio", {{"gpu", "1"}})[0]->value == 0);
+    CHECK(parsed.find("stallscope_gpu_nvlink_transmit_bytes_per_second", {{"gpu", "0"}})[0]->value ==
+          1 << 30);
+    CHECK(parsed.find("stallscope_gpu_nvlink_errors_total", {{"gpu", "3"}, {"kind", "crc"}})[0]->value == 21);
+    CHECK(parsed.find("stallscope_gpu_pcie_replays_total", {{"gpu", "0"}})[0]->value == 2);
+    CHECK(parsed.find("stallscope_gpu_mig_info", {{"gpu", "7"}, {"parent_gpu", "1"}, {"gpu_instance", "0"}})
+              .size() == 1);
+    // other_job 1 GiB + other_user (no figure): 1 GiB, the step's own 60 GiB not counted
+    CHECK(parsed.find("stallscope_gpu_foreign_process_memory_bytes", {{"gpu", "0"}})[0]->value == 1 << 30);
+    CHECK(parsed.find("stallscope_gpu_foreign_processes", {{"gpu", "0"}})[0]->value == 2);
+    CHECK(parsed.find("stallscope_job_oom_kills_total")[0]->value == 1);
+    CHECK(parsed.find("stallscope_job_memory_peak_bytes")[0]->value == 60.0 * (1 << 30));
+    CHECK(parsed.find("stallscope_job_cpu_throttled_seconds_total")[0]->value == 2.5);
+    CHECK(parsed.find("stallscope_job_pressure_ratio", {{"resource", "cpu"}, {"window", "10s"}})[0]->value ==
+          doctest::Approx(0.5));
+    CHECK(parsed.find("stallscope_job_pressure_stalled_seconds_total", {{"resource", "cpu"}})[0]->value == 3);
+    CHECK(parsed.types.at("stallscope_job_oom_kills_total") == "counter");
+    CHECK(parsed.types.at("stallscope_gpu_nvlink_errors_total") == "counter");
+}
+
+TEST_CASE(
+    "A GPU without depth data (nvidia-smi, amdgpu) and a process outside a job leave those series out") {
+    Snapshot s = test::full_snapshot(1000, {.gpus = 2, .rdma_ports = 0, .interfaces = 0});
+    s.gpus[1].gpm.reset(), s.gpus[1].interconnect.reset(), s.gpus[1].mig.reset(), s.gpus[1].processes.reset();
+    s.job_cgroup.reset();
+    s.context.job_id.clear();
+    PrometheusTextfile sink("/nonexistent/x.prom", {});
+    auto parsed = render_ok(sink, s, Profile{}, nullptr);
+    CHECK(parsed.find("stallscope_gpu_sm_active_ratio").size() == 1);
+    CHECK(parsed.find("stallscope_gpu_processes", {{"gpu", "1"}}).empty());  // unknown, not 0
+    CHECK(parsed.find("stallscope_gpu_mig_info").size() == 1);
+    CHECK(parsed.find("stallscope_job_info").empty());
+    CHECK(parsed.find("stallscope_job_memory_bytes").empty());
 }
 
 TEST_CASE("Entities beyond the per-node caps are dropped and counted, never exported") {
     PrometheusTextfile sink("/nonexistent/x.prom", {});
     Rates rates = some_rates();
-    auto snapshot = test::full_snapshot(1000, {.gpus = 20, .rdma_ports = 20, .interfaces = 40});
+    auto snapshot = test::full_snapshot(1000, {.gpus = 68, .rdma_ports = 20, .interfaces = 40});
     auto parsed = render_ok(sink, snapshot, test::slow_profile(990, 45), &rates);
-    CHECK(parsed.samples.size() == textfile_bound::max_series(16, 16, 32));
+    CHECK(parsed.samples.size() == textfile_bound::max_series(64, 16, 32));
     auto dropped = [&](const char* kind) {
         auto found = parsed.find("stallscope_textfile_entities_dropped", {{"kind", kind}});
         REQUIRE(found.size() == 1);
         return found[0]->value;
     };
-    CHECK(dropped("gpu") == 4);
+    CHECK(dropped("gpu") == 4);  // 64 entries kept: 8 GPUs x 7 MIG slices + parents
     CHECK(dropped("rdma_port") == 4);
     CHECK(dropped("interface") == 8);
     CHECK(dropped("reason") == 13);

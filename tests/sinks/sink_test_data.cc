@@ -77,6 +77,29 @@ Snapshot full_snapshot(double time, NodeShape shape) {
         g.remapped_rows_pending = 0;
         g.remapped_rows_failure = 0;
         g.energy_mj = 123'456'000;
+        // Depth (issue 39): every GPU carries GPM, NVLink/PCIe counters, a MIG identity and processes
+        // of this step, of another job and of another user, so every depth series is present.
+        GpmMetrics gpm;
+        gpm.sm_active_pct = 12.5, gpm.sm_occupancy_pct = 8, gpm.tensor_active_pct = 0,
+        gpm.dram_bandwidth_pct = 3;
+        gpm.pcie_tx_mib_per_s = 10, gpm.pcie_rx_mib_per_s = 20, gpm.nvlink_tx_mib_per_s = 1024;
+        gpm.nvlink_rx_mib_per_s = 2048;
+        g.gpm = gpm;
+        GpuInterconnect link;
+        link.nvlink_link_count = 18, link.nvlink_tx_bytes = 1ULL << 40, link.nvlink_rx_bytes = 2ULL << 40;
+        link.nvlink_crc_errors = 7 * n, link.nvlink_replay_errors = 1, link.nvlink_recovery_errors = 0;
+        link.pcie_replay_count = 2, link.pcie_tx_bytes = 1ULL << 30, link.pcie_rx_bytes = 3ULL << 30;
+        g.interconnect = link;
+        MigInstance mig;
+        mig.parent_uuid = "GPU-parent", mig.parent_index = static_cast<int>(n / 7);
+        mig.gpu_instance_id = static_cast<int>(n % 7), mig.compute_instance_id = 0;
+        g.mig = mig;
+        std::vector<GpuProcess> processes(3);
+        processes[0].pid = 100, processes[0].used_memory_bytes = 60ULL << 30, processes[0].owner = "step";
+        processes[1].pid = 200 + static_cast<std::int64_t>(n), processes[1].used_memory_bytes = 1ULL << 30;
+        processes[1].owner = "other_job", processes[1].job_id = "9999";
+        processes[2].pid = 300, processes[2].owner = "other_user";  // no memory figure from NVML
+        g.processes = processes;
         s.gpus.push_back(g);
     }
     for (std::size_t n = 0; n < shape.rdma_ports; ++n) {
@@ -112,6 +135,21 @@ Snapshot full_snapshot(double time, NodeShape shape) {
         for (const char* c : kEthtool) i.pause[c] = 3;
         s.interfaces.push_back(i);
     }
+    JobCgroup job;
+    job.path = "/system.slice/slurmstepd.scope/job_4242/step_0";
+    job.scope = "step", job.job_id = "4242", job.step_id = "0";
+    job.memory_current_bytes = 40ULL << 30, job.memory_peak_bytes = 60ULL << 30,
+    job.memory_max_bytes = 64ULL << 30;
+    job.memory_oom_events = 2, job.memory_oom_kill_events = 1;
+    job.cpu_usage_usec = 5'000'000, job.cpu_user_usec = 4'000'000, job.cpu_system_usec = 1'000'000;
+    job.cpu_nr_periods = 100, job.cpu_nr_throttled = 25, job.cpu_throttled_usec = 2'500'000;
+    Psi& psi = job.psi;
+    psi.cpu_some_avg10 = 50, psi.cpu_some_avg60 = 40, psi.io_some_avg10 = 1, psi.io_some_avg60 = 1;
+    psi.io_full_avg10 = 0, psi.io_full_avg60 = 0, psi.memory_some_avg10 = 2, psi.memory_some_avg60 = 2;
+    psi.memory_full_avg10 = 1, psi.memory_full_avg60 = 1;
+    psi.cpu_some_total_us = 3'000'000, psi.io_some_total_us = 10, psi.io_full_total_us = 5;
+    psi.memory_some_total_us = 20, psi.memory_full_total_us = 7;
+    s.job_cgroup = job;
     s.warnings = {"mlx5_3/1: counters/port_xmit_wait: value saturated at 2^32-1"};
     return s;
 }

@@ -1,17 +1,19 @@
 #!/bin/bash
 # Real node_exporter reads our textfile: every series we wrote is scraped, values and escaped labels
 # survive its parser, and node_textfile_scrape_error is 0. Optionally the same through the CLI on a
-# fixture node.  Usage: node_exporter_test.sh SINK_DRIVER [STALLSCOPE_BIN FIXTURES_DIR]
+# fixture node, and the big node (dgx-h100 with the fake libnvidia-ml: GPU depth series) with its series
+# count.  Usage: node_exporter_test.sh SINK_DRIVER [STALLSCOPE_BIN FIXTURES_DIR [FAKE_NVML]]
 DRIVER=$1
 STALLSCOPE=${2:-}
 FIXTURES=${3:-}
+FAKE_NVML=${4:-}
 source "$(dirname "$0")/common.sh"
 require prometheus-node-exporter prometheus-node-exporter
 require curl curl
 
 mkdir "$WORK/textfile"
 expected=$("$DRIVER" textfile "$WORK/textfile/stallscope.prom")
-[ "$expected" -eq 1494 ] || fail "driver wrote $expected series, the documented DGX bound is 1494"
+[ "$expected" -eq 1687 ] || fail "driver wrote $expected series, the documented DGX bound is 1687"
 
 start_daemon /metrics "$WORK/node_exporter.log" prometheus-node-exporter \
     --web.listen-address=127.0.0.1:@PORT@ --collector.disable-defaults --collector.textfile \
@@ -24,7 +26,8 @@ got=$(grep -c '^stallscope_' "$WORK/metrics" || true)
 [ "$got" -eq "$expected" ] || fail "node_exporter exposes $got stallscope series, we wrote $expected"
 
 # node_exporter re-renders with labels sorted by name; the cluster label checks escaping end to end.
-CTX=('cluster="rack \"7\" \\ row 2"' 'host="gpu-node-07"' 'job_id="4242"' 'scheduler="slurm"' 'step_id="0"')
+# job_id/step_id are on stallscope_job_info only (a per-job label multiplies every series by the jobs).
+CTX=('cluster="rack \"7\" \\ row 2"' 'host="gpu-node-07"' 'scheduler="slurm"')
 # expect NAME VALUE [LABEL...] -- the exact line node_exporter prints
 expect() {
     local name=$1 value=$2
@@ -43,6 +46,15 @@ expect stallscope_rdma_hw_events_total 14 'counter="rp_cnp_handled"' 'device="ml
 expect stallscope_rdma_port_transmit_bytes_total 8e+09 'device="mlx5_0"' 'port="1"'
 expect stallscope_network_pause_duration_seconds_total 1.5 'direction="tx"' 'interface="ens5np0"' 'priority="3"'
 grep -q '^# TYPE stallscope_network_pause_frames_total counter$' "$WORK/metrics" || fail "pause frames not a counter"
+# GPU depth and the job cgroup (issue 39), as node_exporter serves them.
+expect stallscope_job_info 1 'job_id="4242"' 'scope="step"' 'step_id="0"'
+expect stallscope_gpu_sm_active_ratio 0.125 'gpu="1"' 'uuid="GPU-00000001"'
+expect stallscope_gpu_nvlink_errors_total 21 'gpu="3"' 'kind="crc"' 'uuid="GPU-00000003"'
+expect stallscope_gpu_foreign_processes 2 'gpu="0"' 'uuid="GPU-00000000"'
+expect stallscope_gpu_foreign_process_memory_bytes 1.073741824e+09 'gpu="0"' 'uuid="GPU-00000000"'
+expect stallscope_job_oom_kills_total 1
+expect stallscope_job_pressure_ratio 0.5 'kind="some"' 'resource="cpu"' 'window="10s"'
+[ "$(grep -c '^stallscope_[a-z_]*{[^}]*job_id=' "$WORK/metrics")" -eq 1 ] || fail "job_id is a label of more than stallscope_job_info"
 
 # Through the CLI, when it and the RoCE fixture exist: a second file next to ours must not break the
 # collector (families merge across files only when HELP/TYPE agree).
@@ -75,6 +87,31 @@ if [ -n "$STALLSCOPE" ] && [ -x "$STALLSCOPE" ] && [ -d "$FIXTURES/nodes/roce/sy
     echo "netdev name not UTF-8: scraped, replaced by U+FFFD"
 else
     echo "note: CLI part skipped (stallscope binary or fixtures/nodes/roce missing)"
+fi
+
+# The big node with the fake NVML (8 H100s: GPM, NVLink, processes): every depth family scraped, the
+# series count within the documented DGX bound, and the job only on stallscope_job_info.
+if [ -n "$STALLSCOPE" ] && [ -x "$STALLSCOPE" ] && [ -f "$FAKE_NVML" ] && [ -d "$FIXTURES/nodes/dgx-h100/sys" ]; then
+    rm -f "$WORK/textfile/"*.prom
+    STALLSCOPE_PROCFS_ROOT="$FIXTURES/nodes/dgx-h100/proc" STALLSCOPE_SYSFS_ROOT="$FIXTURES/nodes/dgx-h100/sys" \
+        STALLSCOPE_NVML_LIBRARY="$FAKE_NVML" STALLSCOPE_FAKE_NVML_FIXTURE="$FIXTURES/nodes/dgx-h100/nvml.json" \
+        SLURM_JOB_ID=777 SLURM_STEP_ID=0 \
+        timeout 30 "$STALLSCOPE" --interval-seconds 0.5 --count 2 --json \
+        --prometheus-textfile "$WORK/textfile/dgx.prom" >"$WORK/dgx.json" 2>"$WORK/dgx.err" ||
+        { cat "$WORK/dgx.err" >&2; fail "stallscope CLI on the dgx-h100 fixture failed"; }
+    scrape
+    expect_line "$WORK/metrics" 'node_textfile_scrape_error 0'
+    dgx=$(grep -c '^stallscope_' "$WORK/metrics" || true)
+    [ "$dgx" -gt 0 ] && [ "$dgx" -le 1687 ] || fail "dgx-h100: $dgx series scraped, the DGX bound is 1687"
+    for family in gpu_sm_active_ratio gpu_tensor_active_ratio gpu_nvlink_transmit_bytes_total gpu_processes \
+        gpu_foreign_processes; do
+        [ "$(grep -c "^stallscope_$family{" "$WORK/metrics")" -eq 8 ] || fail "dgx-h100: stallscope_$family not one series per GPU"
+    done
+    jobs=$(grep -c '^stallscope_[a-z_]*{[^}]*job_id=' "$WORK/metrics" || true)
+    [ "$jobs" -le 1 ] || fail "dgx-h100: job_id on $jobs series (only stallscope_job_info may carry it)"
+    echo "dgx-h100 with the fake NVML: $dgx stallscope series scraped (bound 1687)"
+else
+    echo "note: dgx-h100 part skipped (stallscope binary, fake libnvidia-ml or fixtures/nodes/dgx-h100 missing)"
 fi
 
 echo "PASS: node_exporter scraped $expected stallscope series, scrape_error 0"
