@@ -11,5 +11,7 @@ int run_summarize(int argc, char** argv, int first);  // stallscope summarize DI
 int run_jobs(int argc, char** argv, int first);       // stallscope jobs (verdicts from sacct)
 int run_html(int argc, char** argv, int first);       // stallscope html DIR|TIMELINE... -o FILE
 int run_compare(int argc, char** argv, int first);    // stallscope compare A B
+// stallscope nvml-capture: this node's NVML answers as a fake-NVML fixture
+int run_nvml_capture(int argc, char** argv, int first);
 
 }  // namespace stallscope::cli
