@@ -18,7 +18,7 @@ device=0
 scale=${STALLSCOPE_KIT_SCALE:-1}          # phase length factor (only for trying the kit out quickly)
 passive_seconds=${STALLSCOPE_KIT_PASSIVE_SECONDS:-15}
 
-usage() { sed -n '2,11p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,10p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
     case "$1" in
         --out) out=${2:?--out needs a directory}; shift 2 ;;
