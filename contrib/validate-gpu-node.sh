@@ -72,7 +72,7 @@ echo "stallscope node validation: $(hostname) as $(id -un), output in $out"
     echo "kernel: $(uname -r)"
 } | tee -a "$log"
 
-# 1. Passive: one profile with the real NVML (two samples 0.5 s apart: GPM needs a pair), the NVML
+# 1. Passive: one profile with the real NVML (three samples 0.5 s apart: GPM needs a pair), the NVML
 #    capture in the fake's fixture format, and nvidia-smi for reference.
 smi=$(command -v "${STALLSCOPE_NVIDIA_SMI:-nvidia-smi}" || true)
 smi_csv=""
@@ -85,7 +85,7 @@ if [ -n "$smi" ]; then
 else
     add_row SKIP nvidia_smi "nvidia-smi not found: identity and MIG mode not cross-checked"
 fi
-if "$stallscope" --interval-seconds 0.5 --count 2 --json > "$out/snapshot.jsonl" 2>> "$log"; then
+if "$stallscope" --interval-seconds 0.5 --count 3 --json > "$out/snapshot.jsonl" 2>> "$log"; then
     if "$stallscope" nvml-capture --out "$out/nvml-capture.json" 2>> "$log"; then
         run_checks snapshot snapshot "$out/snapshot.jsonl" "$out/nvml-capture.json" ${smi_csv:+"$smi_csv"}
     else

@@ -50,8 +50,9 @@ STALLSCOPE_FAKE_NVML_FIXTURE=$src/fixtures/nvml/a100-no-gpm.json \
 check "A100: GPM null with its warning is a PASS" row PASS gpm a100
 
 # 2. Capture round trip: what the fake answers from the capture equals what it answers from the fixture.
-gpus_of() { # fixture -> the gpus of the second sample (GPM needs a pair)
-    STALLSCOPE_FAKE_NVML_FIXTURE=$1 "$stallscope" --interval-seconds 0.2 --count 2 --json | tail -1 |
+gpus_of() { # fixture -> the gpus of the last sample (GPM needs a pair >= 0.1 s apart: 0.5 s leaves room
+    # for a first sample slowed down by a loaded machine)
+    STALLSCOPE_FAKE_NVML_FIXTURE=$1 "$stallscope" --interval-seconds 0.5 --count 3 --json | tail -1 |
         python3 -c 'import json,sys; print(json.dumps(json.load(sys.stdin)["gpus"], sort_keys=True, indent=1))'
 }
 for fixture in "$src"/fixtures/nvml/*.json "$src"/fixtures/nodes/*/nvml.json; do
