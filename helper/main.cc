@@ -55,6 +55,7 @@ Usage:
   stallscope html DIR|TIMELINE... -o FILE     the report as one self-contained HTML page with charts
   stallscope compare A B [--json] [--html FILE]
                                               why is B slower than A? (timelines, job dirs or job ids)
+  stallscope nvml-capture [--out FILE]        this node's NVML answers as a fake-NVML test fixture
   stallscope COMMAND --help                   options and defaults of one command
   stallscope --version | --help
 
@@ -213,6 +214,16 @@ reasons present in one and not the other, and one line "B is slower because ..."
   --sacct PATH  the sacct binary used to resolve job ids (default sacct on PATH)
 Exit status: 0 compared, 1 an input has no readable timeline, 2 usage error.
 )"},
+    {"nvml-capture", R"(Usage: stallscope nvml-capture [--out FILE] [--gpm-seconds S]
+What this node's NVML answers to every query stallscope makes (identity, gauges, clocks, throttle
+reasons, ECC, NVLink/PCIe field values, processes, MIG instances, GPM over S seconds), written as a
+fixture of the fake libnvidia-ml (tests/fake_nvml): a capture from any GPU becomes a test fixture.
+contrib/validate-gpu-node.sh writes one per run.
+
+  --out FILE        where to write the JSON (default: standard output)
+  --gpm-seconds S   interval between the two GPM samples (default 1, at least 0.1)
+Exit status: 0 written, 1 NVML cannot be loaded or FILE cannot be written, 2 usage error.
+)"},
 };
 
 const char* subcommand_help(const std::string& name) {
@@ -282,6 +293,7 @@ int run_command(int argc, char** argv) {
             if (first == "compare") return run_compare(argc, argv, 2);
             if (first == "jobs") return run_jobs(argc, argv, 2);
             if (first == "nodes") return run_nodes(argc, argv, 2);
+            if (first == "nvml-capture") return run_nvml_capture(argc, argv, 2);
             if (first[0] != '-') throw UsageError("unknown command '" + first + "'");
         }
         return run_sample(argc, argv, 1);

@@ -12,5 +12,7 @@ int run_jobs(int argc, char** argv, int first);       // stallscope jobs (verdic
 int run_html(int argc, char** argv, int first);       // stallscope html DIR|TIMELINE... -o FILE
 int run_compare(int argc, char** argv, int first);    // stallscope compare A B
 int run_nodes(int argc, char** argv, int first);      // stallscope nodes (which nodes hurt jobs, from sacct)
+// stallscope nvml-capture: this node's NVML answers as a fake-NVML fixture
+int run_nvml_capture(int argc, char** argv, int first);
 
 }  // namespace stallscope::cli

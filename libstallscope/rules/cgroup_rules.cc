@@ -1,4 +1,5 @@
 #include "libstallscope/rules/cgroup_rules.h"
+#include "libstallscope/rules/gpm_rules.h"
 
 #include <algorithm>
 
@@ -50,6 +51,27 @@ void pressure(const RuleInput& in, const JobCgroup& c, Findings& out) {
     }
 }
 
+// In the sample of a job OOM kill: the step's GPU that NVML lists with no process of this job while the
+// step's other GPUs still hold theirs (the killed rank's). Null when that is not clear: no process lists,
+// every GPU emptied (the whole step died), or no GPU emptied (a data loader was killed).
+const Gpu* gpu_left_by_job(const Snapshot& s) {
+    const StepGpus step(s);
+    const Gpu* emptied = nullptr;
+    bool some_kept = false;
+    for (std::size_t i = 0; i < s.gpus.size(); ++i) {
+        const Gpu& g = s.gpus[i];
+        if (!step[i] || !g.processes) continue;
+        const bool ours = std::any_of(g.processes->begin(), g.processes->end(), [](const GpuProcess& p) {
+            return p.owner == "step" || p.owner == "job";
+        });
+        if (ours)
+            some_kept = true;
+        else if (!emptied)
+            emptied = &g;
+    }
+    return some_kept ? emptied : nullptr;
+}
+
 }  // namespace
 
 bool job_oom_known(const Snapshot& s) {
@@ -88,11 +110,18 @@ void job_cgroup_rules(const RuleInput& in, Findings& out) {
         Evidence ev = job_evidence(c);
         ev["oom_kills_delta"] = static_cast<double>(oom->delta);
         if (c.memory_max_bytes) ev["memory_max_bytes"] = static_cast<double>(*c.memory_max_bytes);
+        std::string what = " — a rank or data loader may be gone";
+        if (const Gpu* gone = gpu_left_by_job(in.cur)) {
+            // The verdict's worst_gpu follows this (verdict.cc): the GPU whose rank died, not the first of
+            // the ranks that then hang waiting for it.
+            what = " — the rank on " + gpu_name(*gone) + " is gone (no process of the job left on it)";
+            ev["gpu"] = gpu_name(*gone);
+            ev["gpu_uuid"] = gpu_key(*gone);
+        }
         out.push_back(make_finding("job_oom_kill", "system", "critical", kLabelFailRisk, "job",
                                    SubjectKind::kHost,
                                    job_name(c) + ": " + std::to_string(oom->delta) +
-                                       " of its processes OOM-killed at the job's memory limit — a rank or "
-                                       "data loader may be gone",
+                                       " of its processes OOM-killed at the job's memory limit" + what,
                                    std::move(ev), 2 + static_cast<double>(oom->delta), "memory"));
     }
     const auto periods = delta_of(*in.rates, table, "job_cgroup", "cpu_nr_periods");

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 
 #include "libstallscope/rules/verdict.h"
 
@@ -118,8 +119,18 @@ std::string gpu_name(const Gpu& gpu) {
 void gpu_name_into(const Gpu& gpu, std::string& out) {
     // Into a kept finding's text sample after sample: written only when it differs.
     if (gpu.index >= 0) {
-        char name[20] = "GPU ";
-        const auto end = std::to_chars(name + 4, name + sizeof name, gpu.index).ptr;
+        char name[64] = "GPU ";
+        char* end = std::to_chars(name + 4, name + 24, gpu.index).ptr;
+        // A MIG slice carries its parent's index: "GPU 0" would name every slice of the board alike. The
+        // slice is named as CUDA's MIG-GPU-<uuid>/<gi>/<ci> and nvidia-smi's GI/CI columns name it.
+        if (gpu.mig && gpu.mig->gpu_instance_id) {
+            std::memcpy(end, "/GI ", 4);
+            end = std::to_chars(end + 4, end + 16, *gpu.mig->gpu_instance_id).ptr;
+            if (gpu.mig->compute_instance_id) {
+                std::memcpy(end, "/CI ", 4);
+                end = std::to_chars(end + 4, end + 16, *gpu.mig->compute_instance_id).ptr;
+            }
+        }
         assign_if_other(out, std::string_view(name, static_cast<std::size_t>(end - name)));
     } else if (!gpu.uuid.empty()) {
         assign_if_other(out, gpu.uuid);

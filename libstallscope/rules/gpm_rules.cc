@@ -195,39 +195,61 @@ void gpu_link_error_rule(const RuleInput& in, Findings& out) {
     }
 }
 
-void gpu_foreign_process_rule(const RuleInput& in, Findings& out) {
+void ForeignProcessRule::evaluate(const RuleInput& in, Findings& out) {
     const StepGpus step(in.cur);
+    bool any = false;
     for (std::size_t i = 0; i < in.cur.gpus.size(); ++i) {
         const Gpu& g = in.cur.gpus[i];
         if (!g.processes || !step[i]) continue;
         for (const auto& p : *g.processes) {
             const bool other_job = p.owner == "other_job";
             if (!other_job && p.owner != "other_user") continue;
+            any = true;
+            Seen& seen = seen_[gpu_key(g) + '\x1f' + std::to_string(p.pid)];
+            if (seen.first == 0) seen.first = in.cur.time;
+            seen.last = in.cur.time;
+            if (p.used_memory_bytes && *p.used_memory_bytes >= seen.peak_bytes) {
+                seen.peak_bytes = *p.used_memory_bytes;
+                seen.peak_known = true;
+            }
             Evidence ev = gpu_evidence(g);
             ev["pid"] = static_cast<double>(p.pid);
             ev["owner"] = p.owner;
             if (!p.job_id.empty()) ev["job_id"] = p.job_id;
             if (p.uid) ev["uid"] = static_cast<double>(*p.uid);
             if (p.used_memory_bytes) ev["used_memory_bytes"] = static_cast<double>(*p.used_memory_bytes);
+            if (seen.peak_known) ev["peak_memory_bytes"] = static_cast<double>(seen.peak_bytes);
+            const double stayed = in.cur.time - seen.first;
+            ev["present_seconds"] = stayed;
             const std::string who =
                 other_job ? "job " + p.job_id : "uid " + (p.uid ? std::to_string(*p.uid) : std::string("?"));
-            const std::string memory =
-                p.used_memory_bytes
-                    ? " holding " + fmt_num(static_cast<double>(*p.used_memory_bytes) / (1 << 30)) + " GiB"
-                    : "";
-            out.push_back(make_finding(
+            auto gib = [](std::uint64_t bytes) { return fmt_num(static_cast<double>(bytes) / (1 << 30)); };
+            std::string memory;
+            if (seen.peak_known && p.used_memory_bytes && *p.used_memory_bytes < seen.peak_bytes)
+                memory =
+                    " holding up to " + gib(seen.peak_bytes) + " GiB (now " + gib(*p.used_memory_bytes) + ")";
+            else if (seen.peak_known)
+                memory = " holding " + gib(seen.peak_bytes) + " GiB";
+            const std::string duration = stayed > 0 ? " for " + fmt_duration(stayed) : "";
+            Finding f = make_finding(
                 "gpu_foreign_process", "gpu", "warning", kLabelSlow, gpu_key(g), SubjectKind::kGpu,
-                gpu_name(g) + ": process " + std::to_string(p.pid) + " of " + who + memory +
-                    " runs on this step's GPU — it competes for SMs and memory",
-                std::move(ev), 2, "compute"));
+                gpu_name(g) + ": process " + std::to_string(p.pid) + " of " + who + memory + duration +
+                    " on this step's GPU — it competes for SMs and memory",
+                std::move(ev), 2, "compute");
+            f.refresh =
+                true;  // the verdict keeps the latest: the peak and the whole stay, not the first look
+            f.since = seen.first;
+            out.push_back(std::move(f));
         }
     }
+    // Forget processes gone for a while (pids are reused); nothing to do on a node without any.
+    if (!seen_.empty() && (!any || seen_.size() > 64))
+        std::erase_if(seen_, [&](const auto& e) { return in.cur.time - e.second.last > 600; });
 }
 
 void gpu_depth_rules(const RuleInput& in, Findings& out) {
     gpu_low_sm_activity_rule(in, out);
     gpu_link_error_rule(in, out);
-    gpu_foreign_process_rule(in, out);
 }
 
 }  // namespace stallscope

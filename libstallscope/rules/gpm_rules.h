@@ -3,6 +3,8 @@
 // (yet) in Thresholds are the named constants below.
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -63,10 +65,23 @@ void gpu_low_sm_activity_rule(const RuleInput& in, Findings& out);
 void gpu_link_error_rule(const RuleInput& in, Findings& out);
 
 // gpu_foreign_process (SLOW, gpu): a process of another job or another user holds one of the step's GPUs
-// (its cgroup names another job_*, or another uid outside any job): it competes for SMs and memory.
-void gpu_foreign_process_rule(const RuleInput& in, Findings& out);
+// (its cgroup names another job_*, or another uid outside any job): it competes for SMs and memory. The
+// message refreshes: the most memory the process held and how long it has stayed (issue 38: a process
+// first seen with 0.55 GiB that held 6.5 GiB for 11 minutes is reported as such, not as first seen).
+class ForeignProcessRule {
+  public:
+    void evaluate(const RuleInput& in, Findings& out);
 
-// All of the above, in order (one line in the profiler).
+  private:
+    struct Seen {
+        double first = 0, last = 0;
+        std::uint64_t peak_bytes = 0;
+        bool peak_known = false;
+    };
+    std::map<std::string, Seen, std::less<>> seen_;  // "<gpu key>\x1f<pid>"; pruned when processes leave
+};
+
+// gpu_low_sm_activity and the NVLink/PCIe error rules, in order (one line in the profiler).
 void gpu_depth_rules(const RuleInput& in, Findings& out);
 
 }  // namespace stallscope

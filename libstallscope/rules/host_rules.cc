@@ -109,9 +109,15 @@ std::size_t allocated_gpus(const Snapshot& s) {
     return std::max(scheduled, s.gpus.size());
 }
 
+// Policy (rules/README.md, "What is UNKNOWN"): a GPU is measured when NVML gave its utilization or GPM
+// its SM activity. GPM is the better of the two (a spinning kernel reads 100 % utilization), and on a MIG
+// slice it is the only one NVML has: without it a healthy MIG job could be SLOW from GPM but never FAST.
+bool gpu_measured(const Gpu& g) {
+    return g.utilization_pct.has_value() || (g.gpm && g.gpm->sm_active_pct.has_value());
+}
+
 std::size_t measured_gpus(const Snapshot& s) {
-    return static_cast<std::size_t>(std::count_if(
-        s.gpus.begin(), s.gpus.end(), [](const Gpu& g) { return g.utilization_pct.has_value(); }));
+    return static_cast<std::size_t>(std::count_if(s.gpus.begin(), s.gpus.end(), gpu_measured));
 }
 
 namespace {
@@ -146,7 +152,7 @@ void gpu_telemetry_rule(const RuleInput& in, Findings& out) {
     ev["gpus_measured"] = static_cast<double>(measured);
     std::size_t unmeasured = 0;  // where the names of the GPUs seen without a utilization value start
     for (const auto& g : in.cur.gpus) {
-        if (g.utilization_pct) continue;
+        if (gpu_measured(g)) continue;
         if (unmeasured == 0) {
             append_parts(m, m.size() > what ? "; " : "", "no utilization for ");
             unmeasured = m.size();

@@ -38,7 +38,7 @@ void collector_failure_rule(const RuleInput& in, Findings& out);
 
 // GPUs the step was allocated (JobContext::gpus, else visible_devices, else the GPUs the sampler saw).
 std::size_t allocated_gpus(const Snapshot& s);
-// GPUs with a measured utilization in this sample.
+// GPUs measured in this sample: a utilization from NVML or an SM activity from GPM (MIG slices).
 std::size_t measured_gpus(const Snapshot& s);
 
 // gpu_telemetry_missing: the step was allocated GPUs that this sample did not measure (NVML not

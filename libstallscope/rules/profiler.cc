@@ -96,7 +96,8 @@ void Profiler::run_rules(const RuleInput& in, Findings& out) {
     gpu_low_utilization_rule(in, out);
     gpu_memory_high_rule(in, out);
     gpu_temperature_rule(in, out);
-    gpu_depth_rules(in, out);  // issue 15: GPM activity, NVLink/PCIe errors, foreign GPU processes
+    gpu_depth_rules(in, out);    // issue 15: GPM activity, NVLink/PCIe errors
+    foreign_.evaluate(in, out);  // processes of other jobs or users on the step's GPUs
     // host
     host_oom_rule(in, out);
     job_cgroup_rules(in, out);  // issue 15: the job's own OOM kills, throttling, pressure

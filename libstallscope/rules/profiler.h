@@ -9,6 +9,7 @@
 #include "libstallscope/model/rates_tracker.h"
 #include "libstallscope/model/snapshot.h"
 #include "libstallscope/rules/fabric_rules.h"
+#include "libstallscope/rules/gpm_rules.h"
 #include "libstallscope/rules/gpu_window_rules.h"
 #include "libstallscope/rules/host_rules.h"
 #include "libstallscope/rules/nccl_rules.h"
@@ -60,6 +61,7 @@ class Profiler {
     BusyWaitHangRule hang_;
     IdleGpuRule idle_;
     StragglerRule straggler_;
+    ForeignProcessRule foreign_;
     BlockedProcessesRule blocked_;
     StaleTelemetryRule stale_;
     NcclHangRule nccl_hang_;

@@ -374,7 +374,13 @@ StepVerdict VerdictAccumulator::build(const Thresholds& t) const {
         return best ? best->summary.reason.subject : std::string();
     };
     // GPUs by the name people use on the node ("gpu-node-17:GPU 3"); the uuid stays machine-readable.
+    // A root cause that names a GPU (a job OOM kill that took the rank on it) names the worst GPU: the
+    // hung ranks that follow are its symptom (issue 38).
     v.worst_gpu_uuid = pick(SubjectKind::kGpu);
+    if (!ranked.empty() && ranked.front().tier == 0)
+        if (auto it = ranked.front().summary.reason.evidence.find("gpu_uuid");
+            it != ranked.front().summary.reason.evidence.end())
+            if (const std::string* uuid = std::get_if<std::string>(&it->second)) v.worst_gpu_uuid = *uuid;
     if (auto it = gpu_names_.find(v.worst_gpu_uuid); it != gpu_names_.end())
         v.worst_gpu = host_.empty() ? it->second : host_ + ":" + it->second;
     else

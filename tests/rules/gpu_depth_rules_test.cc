@@ -200,9 +200,11 @@ TEST_CASE("a foreign process on a GPU that is not the step's is none of its busi
     p.uid = 1002;
     s.gpus[0].processes = std::vector<GpuProcess>{p};
     s.context.visible_devices = {"GPU-1"};
-    CHECK(run_one(gpu_foreign_process_rule, s).empty());
+    ForeignProcessRule rule;
+    const auto evaluate = [&](const RuleInput& in, Findings& out) { rule.evaluate(in, out); };
+    CHECK(run_one(evaluate, s).empty());
     s.context.visible_devices = {"GPU-0"};
-    const auto out = run_one(gpu_foreign_process_rule, s);
+    const auto out = run_one(evaluate, s);
     REQUIRE(out.size() == 1);
     CHECK(out[0].reason.message.find("uid 1002") != std::string::npos);
 }

@@ -136,3 +136,46 @@ write("foreign_gpu_process", [snapshot(t, [with_procs(i) for i in range(2)], cgr
 write("throttled_starves_gpus",
       [snapshot(t, [gpu(i, util=92.0, sm=12.0, tensor=3.0, dram=5.0, nvlink=100.0, pcie=50.0) for i in range(4)],
                 cgroup(periods=1000 + 100 * n, throttled=40 * n)) for n, t in enumerate(steps(8))])
+
+# issue 38 ("found from the outside"):
+# A healthy MIG job: both slices compute (GPM), NVML has no utilization for either. GPM SM activity counts
+# as measured (rules/README.md), so the step can be FAST, not UNKNOWN gpu_telemetry_missing.
+write("mig_healthy", [snapshot(t, [mig(0, 80.0), mig(1, 72.0)], cgroup()) for t in steps(40)])
+
+
+# Another job's process appears on GPU 0 with 0.55 GiB and grows to 6.5 GiB, held for 11 minutes: the
+# verdict reports its peak and how long it stayed, not what it held when first seen.
+def foreign_growing(i, t):
+    g = with_procs(i)
+    g["processes"] = [p for p in g["processes"] if p["owner"] == "step"]
+    if i == 0 and 60 <= t < 60 + 660:
+        held = int(0.55 * (1 << 30)) if t < 120 else int(6.5 * (1 << 30))
+        g["processes"].append({"pid": 40001, "used_memory_bytes": held, "cgroup":
+                               "/system.slice/slurmstepd.scope/job_4243/step_0/user/task_0", "job_id": "4243",
+                               "uid": 1001, "owner": "other_job"})
+    return g
+
+
+write("foreign_process_grows", [snapshot(t, [foreign_growing(i, t) for i in range(2)], cgroup())
+                                for t in steps(80)])
+
+
+# The job's OOM kill takes the rank on GPU 2 (its process vanishes, the GPU goes idle); the ranks on GPUs 0,
+# 1 and 3 spin in their next collective (100 % utilization, no SM work). worst_gpu is GPU 2, whose rank
+# died, not GPU 0, the first hung one.
+def oom_rank(i, t, killed_at=60):
+    g = with_procs(i)
+    g["processes"] = [p for p in g["processes"] if p["owner"] == "step"]
+    if t < killed_at:
+        return g
+    if i == 2:
+        g.update(utilization_pct=0.0, power_w=90.0, processes=[])
+        g["gpm"].update(sm_active_pct=0.0, sm_occupancy_pct=0.0, tensor_active_pct=0.0, dram_bandwidth_pct=0.0)
+    else:
+        g.update(utilization_pct=100.0, power_w=150.0)
+        g["gpm"].update(sm_active_pct=1.5, sm_occupancy_pct=0.75, tensor_active_pct=0.0, dram_bandwidth_pct=0.2)
+    return g
+
+
+write("oom_kill_hangs_ranks", [snapshot(t, [oom_rank(i, t) for i in range(4)], cgroup(oom_kill=0 if t < 60 else 1))
+                               for t in steps(20)])

@@ -38,6 +38,10 @@ const Expectation kScenarios[] = {
     {"nvlink_recovery",     "FAIL_RISK", "gpu_nvlink_errors",   "network", ""},
     {"foreign_gpu_process", "SLOW",      "gpu_foreign_process", "compute", ""},
     {"throttled_starves_gpus", "SLOW",   "job_cpu_throttled",   "",        ""},
+    // issue 38
+    {"mig_healthy",         "FAST",      "",                    "compute", "gpu_telemetry_missing"},
+    {"foreign_process_grows", "SLOW",    "gpu_foreign_process", "compute", ""},
+    {"oom_kill_hangs_ranks", "FAIL_RISK", "job_oom_kill",       "",        ""},
 };
 // clang-format on
 
@@ -104,6 +108,42 @@ TEST_CASE("the idle MIG slice is named; the slice without utilization but with G
     CHECK(std::get<double>(idle.evidence.at("gpus_idle")) == 1);
     CHECK(std::get<double>(idle.evidence.at("gpus_total")) == 2);
     CHECK(idle.message.find("SM activity, GPM") != std::string::npos);
+    // Both slices carry their parent's index 0: the slice is named by its GPU instance (issue 38).
+    CHECK(idle.message.find("GPU 0/GI 2/CI 0") != std::string::npos);
+    CHECK(v.worst_gpu == "gpu-node-17:GPU 0/GI 2/CI 0");
+}
+
+TEST_CASE("a healthy MIG job (no utilization from NVML, GPM busy) is FAST: GPM SM activity is measured") {
+    const StepVerdict v = profile_timeline(std::string(STALLSCOPE_SCENARIOS_GPU_DIR) + "/mig_healthy.jsonl");
+    CHECK(v.label == "FAST");
+    CHECK(v.gpus_measured == 2);
+    CHECK(v.confidence > 0.6);
+}
+
+TEST_CASE("a foreign process is reported with its peak memory and how long it stayed, not as first seen") {
+    const StepVerdict v =
+        profile_timeline(std::string(STALLSCOPE_SCENARIOS_GPU_DIR) + "/foreign_process_grows.jsonl");
+    REQUIRE_FALSE(v.reasons.empty());
+    const Reason& r = v.reasons[0].reason;
+    CAPTURE(r.message);
+    CHECK(r.message.find("6.5 GiB") != std::string::npos);
+    CHECK(r.message.find("0.55") == std::string::npos);
+    CHECK(r.message.find("11 min") != std::string::npos);
+    CHECK(std::get<double>(r.evidence.at("peak_memory_bytes")) ==
+          doctest::Approx(6.5 * (1 << 30)).epsilon(0.001));
+    CHECK(std::get<double>(r.evidence.at("present_seconds")) == doctest::Approx(650));
+}
+
+TEST_CASE("after a job OOM kill that hangs the other ranks, worst_gpu is the GPU whose rank died") {
+    const StepVerdict v =
+        profile_timeline(std::string(STALLSCOPE_SCENARIOS_GPU_DIR) + "/oom_kill_hangs_ranks.jsonl");
+    REQUIRE(v.reasons.size() >= 2);
+    CHECK(v.reasons[0].reason.code == "job_oom_kill");
+    CHECK(v.reasons[0].reason.message.find("rank on GPU 2 is gone") != std::string::npos);
+    CHECK(std::any_of(v.reasons.begin(), v.reasons.end(),
+                      [](const ReasonSummary& r) { return r.reason.code == "gpu_busy_wait_hang"; }));
+    CHECK(v.worst_gpu == "gpu-node-17:GPU 2");
+    CHECK(v.worst_gpu_uuid == "GPU-00000002-0000-4000-8000-000000000000");
 }
 
 TEST_CASE("the GPM busy-wait hang is found although power alone says the GPUs work") {

@@ -69,8 +69,11 @@ class NcclSource final : public Source {
     }
 
   private:
+    // Node 0 polls for the job (one answer covers every rank). Outside any job (a node-acceptance run,
+    // the CLI on a workstation) this node is the whole job: it polls its own NCCL processes.
     bool ras_enabled(const Snapshot& snap) const {
-        return c_.ras_mode != "off" && (c_.ras_any_node || snap.context.node_id == "0");
+        const bool no_job = snap.context.node_id.empty() && snap.context.job_id.empty();
+        return c_.ras_mode != "off" && (c_.ras_any_node || snap.context.node_id == "0" || no_job);
     }
 
     void ras(Snapshot& snap) {

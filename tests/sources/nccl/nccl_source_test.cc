@@ -82,6 +82,27 @@ TEST_CASE("node 0 polls STATUS in the background and reports it; other nodes nev
     CHECK(count_status() == polls);
 }
 
+TEST_CASE(
+    "outside any job (no job id, no node id) the node polls its own NCCL processes; a job's node 1 never") {
+    FakeRasBehaviour b;
+    b.text_report = nccl_fixture("ras/text_healthy_2.30.7.txt");
+    FakeRasServer server(b);
+    {
+        auto in_job = make_nccl_source(config_for(server.port()));
+        Snapshot s = node("", 1000);
+        s.context.job_id = "42";  // a job whose node id is unknown: not ours to poll
+        in_job->sample(s);
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        in_job->sample(s);
+        CHECK(server.connections() == 0);
+    }
+    auto src = make_nccl_source(config_for(server.port()));
+    const Snapshot s = sample_until(*src, "", 1000, [](const Snapshot& x) { return !x.nccl.ras.empty(); });
+    REQUIRE(s.nccl.ras.size() == 1);
+    CHECK(s.nccl.ras[0].outcome == "ok");
+    CHECK(s.nccl.ras[0].nccl_version == "2.30.7");
+}
+
 TEST_CASE("a hung RAS service costs the sampler nothing; the poll ends as a timeout warning") {
     FakeRasBehaviour b;
     b.mode = FakeRasBehaviour::Mode::kHung;
