@@ -51,6 +51,9 @@ Usage:
   stallscope html DIR|TIMELINE... -o FILE     the report as one self-contained HTML page with charts
   stallscope compare A B [--json] [--html FILE]
                                               why is B slower than A? (timelines, job dirs or job ids)
+  stallscope watch JOBID|DIR [--interval N] [--json] [--once]
+                                              a running job across its nodes, redrawn every N s;
+                                              names the rank a hang waits for when evidence exists
   stallscope COMMAND --help                   options and defaults of one command
   stallscope --version | --help
 
@@ -183,6 +186,21 @@ reasons present in one and not the other, and one line "B is slower because ..."
   --sacct PATH  the sacct binary used to resolve job ids (default sacct on PATH)
 Exit status: 0 compared, 1 an input has no readable timeline, 2 usage error.
 )"},
+    {"watch", R"(Usage: stallscope watch JOBID|DIR [--interval N] [--json] [--once] [--top N] [--jobs N]
+A running job's state across its nodes, from the timelines its helpers flushed so far, redrawn every N
+seconds to fit the terminal at any job size: node counts per label, the reasons as they appeared
+(* firing now, + new since the last frame), the worst nodes, and a hang banner naming the rank, node
+and GPU the job waits for as soon as evidence.*.json files exist (written by the helpers when a hang is
+confirmed). JOBID is found as ./stallscope-JOBID, else <WorkDir>/stallscope-JOBID (one sacct call).
+
+  --interval N   seconds between frames (default 5, minimum 0.5)
+  --json         one JSON object per frame (schema stallscope.watch/1) instead of the screen
+  --once         one frame, then exit (scripts, tests)
+  --top N        worst nodes in a JSON frame (default 20)
+  --jobs N       recordings read in parallel (default: the number of cores)
+  --sacct PATH   the sacct binary used for a JOBID (default sacct on PATH)
+Exit status: 0 (with --once: 1 when DIR holds no recording yet), 1 DIR or job not found, 2 usage error.
+)"},
 };
 
 const char* subcommand_help(const std::string& name) {
@@ -251,6 +269,7 @@ int run_command(int argc, char** argv) {
             if (first == "html") return run_html(argc, argv, 2);
             if (first == "compare") return run_compare(argc, argv, 2);
             if (first == "jobs") return run_jobs(argc, argv, 2);
+            if (first == "watch") return run_watch(argc, argv, 2);
             if (first[0] != '-') throw UsageError("unknown command '" + first + "'");
         }
         return run_sample(argc, argv, 1);

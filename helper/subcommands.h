@@ -11,5 +11,6 @@ int run_summarize(int argc, char** argv, int first);  // stallscope summarize DI
 int run_jobs(int argc, char** argv, int first);       // stallscope jobs (verdicts from sacct)
 int run_html(int argc, char** argv, int first);       // stallscope html DIR|TIMELINE... -o FILE
 int run_compare(int argc, char** argv, int first);    // stallscope compare A B
+int run_watch(int argc, char** argv, int first);      // stallscope watch JOBID|DIR (a running job, live)
 
 }  // namespace stallscope::cli
