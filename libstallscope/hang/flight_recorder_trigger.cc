@@ -10,6 +10,7 @@
 #include <charconv>
 #include <chrono>
 #include <cstring>
+#include <ctime>
 #include <thread>
 
 namespace stallscope {
@@ -54,6 +55,12 @@ bool read_regular(const std::string& path, std::size_t max_bytes, std::string& o
 }
 
 }  // namespace
+
+double thread_cpu_seconds() {
+    timespec ts{};
+    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+}
 
 FlightRecorderPaths flight_recorder_paths_from_environ(std::string_view block) {
     FlightRecorderPaths p;
@@ -158,6 +165,11 @@ std::vector<DumpRead> wait_for_dumps(const std::string& dump_prefix, const std::
                 r.raw.clear();
                 continue;
             }
+            if (thread_cpu_seconds() > wait.cpu_limit_seconds) {
+                r.outcome = "not_parsed_cpu_budget";  // the raw copy still goes to the evidence
+                bytes_left -= r.raw.size();
+                continue;
+            }
             std::string error;
             r.warnings.clear();
             if (read_flight_recorder_dump(r.raw, r.summary, r.warnings, error)) {
@@ -174,7 +186,7 @@ std::vector<DumpRead> wait_for_dumps(const std::string& dump_prefix, const std::
         std::this_thread::sleep_for(std::chrono::duration<double>(wait.poll_seconds));
     }
     for (auto& r : reads)
-        if (r.outcome != "read") r.raw.clear();
+        if (r.outcome != "read" && r.outcome != "not_parsed_cpu_budget") r.raw.clear();
     return reads;
 }
 

@@ -35,8 +35,8 @@ struct DumpRequest {
 // The FIFOs `<pipe_prefix><rank>.pipe` in the prefix's directory, each asked once (at most max_pipes).
 std::vector<DumpRequest> request_dumps(const std::string& pipe_prefix, std::size_t max_pipes = 64);
 
-// One dump file read back: outcome "read", "timeout" (no new dump in time), "unreadable", "too_large",
-// "parse_error: ...". raw is kept (for torchfrtrace) when it parsed.
+// One dump file read back: outcome "read", "not_parsed_cpu_budget", "timeout" (no new dump in time),
+// "unreadable", "too_large", "parse_error: ...". raw is kept (for torchfrtrace) for the first two.
 struct DumpRead {
     int rank = -1;
     std::string path, outcome;
@@ -50,11 +50,17 @@ struct DumpWait {
     double deadline_seconds = 55;       // from the call
     std::size_t max_bytes = 64u << 20;  // all dumps together
     const std::atomic<bool>* cancel = nullptr;  // checked every poll
+    // The calling thread's CPU seconds (CLOCK_THREAD_CPUTIME_ID) past which a dump is copied but no
+    // longer parsed (outcome "not_parsed_cpu_budget"): parsing is what costs CPU, ~30 ms per MiB.
+    double cpu_limit_seconds = 1e9;
     double poll_seconds = 0.1;
 };
 
 // Polls `<dump_prefix><rank>` for every rank until each holds a complete dump newer than the request
 // (size unchanged over one poll and parses) or the deadline passes. Bounded in time and bytes.
+// The calling thread's CPU time so far.
+double thread_cpu_seconds();
+
 std::vector<DumpRead> wait_for_dumps(const std::string& dump_prefix, const std::vector<int>& ranks,
                                      const DumpWait& wait);
 

@@ -16,12 +16,6 @@ namespace {
 using json_fields::or_null;
 using json_fields::put;
 
-double thread_cpu_seconds() {
-    timespec ts{};
-    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
-}
-
 double wall_now() {
     return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
@@ -251,6 +245,8 @@ CaptureResult capture_hang_evidence(const CaptureRequest& req, const std::atomic
         wait.deadline_seconds = std::max(0.0, req.budget.max_wall_seconds - 2 - elapsed());
         wait.max_bytes = req.budget.max_parsed_bytes;
         wait.cancel = cancel;
+        // 0.1 s of the CPU budget kept for the summaries and the file.
+        wait.cpu_limit_seconds = cpu0 + std::max(0.0, req.budget.max_cpu_seconds - 0.1);
         dumps = wait_for_dumps(fr.dump_prefix, asked, wait);
     } else if (!asked.empty()) {
         result.warnings.push_back("flight recorder asked, but the job sets no dump file prefix");
@@ -261,9 +257,10 @@ CaptureResult capture_hang_evidence(const CaptureRequest& req, const std::atomic
         put(row, "rank", d.rank);
         put(row, "path", d.path);
         put(row, "outcome", d.outcome);
-        if (d.outcome == "read") {
+        const bool parsed = d.outcome == "read";
+        if (parsed || d.outcome == "not_parsed_cpu_budget") {
             ++result.dumps;
-            result.parsed_bytes += d.raw.size();
+            if (parsed) result.parsed_bytes += d.raw.size();
             // The raw dump, kept: the rank overwrites its file on the next dump, torchfrtrace reads this.
             const std::string copy = req.out_dir + "/fr." + req.step + "." + req.host + "." +
                                      std::to_string(req.episode) + ".rank" + std::to_string(d.rank) +
@@ -273,7 +270,7 @@ CaptureResult capture_hang_evidence(const CaptureRequest& req, const std::atomic
                 put(row, "copy", copy);
             else
                 result.warnings.push_back("flight recorder copy " + copy + ": " + error);
-            put(row, "summary", to_json(d.summary));
+            if (parsed) put(row, "summary", to_json(d.summary));
             for (const auto& w : d.warnings)
                 result.warnings.push_back("rank " + std::to_string(d.rank) + ": " + w);
         }

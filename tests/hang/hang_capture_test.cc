@@ -127,6 +127,24 @@ TEST_CASE("a hang: the dump is asked through the FIFO, copied, summarised; a FIF
     CHECK(doc["capture"]["max_wall_seconds"] == 8);
 }
 
+TEST_CASE("past the CPU budget a dump is still copied, but not parsed") {
+    TempDir dir;
+    const std::string fixture =
+        read_file(std::string(STALLSCOPE_FIXTURES_DIR) + "/hang/fr/all-inside/nccl_trace_rank_0");
+    Child monitor{start_monitor(dir.path + "/frpipe_0.pipe", dir.path + "/fr_dump_0", fixture)};
+    CaptureRequest req = request_in(dir, {monitor.pid});
+    req.flight_recorder = FlightRecorderPaths{dir.path + "/frpipe_", dir.path + "/fr_dump_", false};
+    req.budget.max_cpu_seconds = 0;
+    const CaptureResult r = capture_hang_evidence(req);
+    CHECK(r.flight_recorder == "dumped");
+    CHECK(r.parsed_bytes == 0);
+    const Json doc = Json::parse(read_file(r.path));
+    const Json& dump = doc["flight_recorder"]["dumps"][0];
+    CHECK(dump["outcome"] == "not_parsed_cpu_budget");
+    CHECK_FALSE(dump.contains("summary"));
+    CHECK(read_file(dump["copy"].get<std::string>()) == fixture);
+}
+
 TEST_CASE("a job without PyTorch: the capture still has /proc, and says there is no flight recorder") {
     TempDir dir;
     Child sleeper{::fork()};
