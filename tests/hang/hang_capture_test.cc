@@ -31,7 +31,7 @@ std::string read_file(const std::string& path) {
 struct TempDir {
     std::string path;
     TempDir() {
-        char tmpl[] = "/tmp/stallscope-hang-XXXXXX";
+        char tmpl[] = "/tmp/stallscope-hang-capture-XXXXXX";
         REQUIRE(::mkdtemp(tmpl));
         path = tmpl;
     }
