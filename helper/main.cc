@@ -56,6 +56,9 @@ Usage:
   stallscope compare A B [--json] [--html FILE]
                                               why is B slower than A? (timelines, job dirs or job ids)
   stallscope nvml-capture [--out FILE]        this node's NVML answers as a fake-NVML test fixture
+  stallscope watch JOBID|DIR [--interval N] [--json] [--once]
+                                              a running job across its nodes, redrawn every N s;
+                                              names the rank a hang waits for when evidence exists
   stallscope COMMAND --help                   options and defaults of one command
   stallscope --version | --help
 
@@ -223,6 +226,20 @@ contrib/validate-gpu-node.sh writes one per run.
   --out FILE        where to write the JSON (default: standard output)
   --gpm-seconds S   interval between the two GPM samples (default 1, at least 0.1)
 Exit status: 0 written, 1 NVML cannot be loaded or FILE cannot be written, 2 usage error.
+    {"watch", R"(Usage: stallscope watch JOBID|DIR [--interval N] [--json] [--once] [--top N] [--jobs N]
+A running job's state across its nodes, from the timelines its helpers flushed so far, redrawn every N
+seconds to fit the terminal at any job size: node counts per label, the reasons as they appeared
+(* firing now, + new since the last frame), the worst nodes, and a hang banner naming the rank, node
+and GPU the job waits for as soon as evidence.*.json files exist (written by the helpers when a hang is
+confirmed). JOBID is found as ./stallscope-JOBID, else <WorkDir>/stallscope-JOBID (one sacct call).
+
+  --interval N   seconds between frames (default 5, minimum 0.5)
+  --json         one JSON object per frame (schema stallscope.watch/1) instead of the screen
+  --once         one frame, then exit (scripts, tests)
+  --top N        worst nodes in a JSON frame (default 20)
+  --jobs N       recordings read in parallel (default: the number of cores)
+  --sacct PATH   the sacct binary used for a JOBID (default sacct on PATH)
+Exit status: 0 (with --once: 1 when DIR holds no recording yet), 1 DIR or job not found, 2 usage error.
 )"},
 };
 
@@ -294,6 +311,7 @@ int run_command(int argc, char** argv) {
             if (first == "jobs") return run_jobs(argc, argv, 2);
             if (first == "nodes") return run_nodes(argc, argv, 2);
             if (first == "nvml-capture") return run_nvml_capture(argc, argv, 2);
+            if (first == "watch") return run_watch(argc, argv, 2);
             if (first[0] != '-') throw UsageError("unknown command '" + first + "'");
         }
         return run_sample(argc, argv, 1);

@@ -58,7 +58,7 @@ run_one() {
     mkdir -p "$corpus" "$artifacts"
     local dict=()
     case "$name" in
-        snapshot_json | timeline | timeline_roundtrip | sample_line_json | verdict_file) dict=(-dict="$repo/tests/fuzz/json.dict") ;;
+        snapshot_json | timeline | timeline_roundtrip | sample_line_json | verdict_file | hang_evidence) dict=(-dict="$repo/tests/fuzz/json.dict") ;;
     esac
     # -timeout flags a hang (any single input over 10 s); -rss_limit_mb (below) bounds a runaway allocation.
     local common=(-timeout=10 -print_final_stats=1 -artifact_prefix="$artifacts" "${dict[@]}")
