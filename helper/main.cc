@@ -226,6 +226,7 @@ contrib/validate-gpu-node.sh writes one per run.
   --out FILE        where to write the JSON (default: standard output)
   --gpm-seconds S   interval between the two GPM samples (default 1, at least 0.1)
 Exit status: 0 written, 1 NVML cannot be loaded or FILE cannot be written, 2 usage error.
+)"},
     {"watch", R"(Usage: stallscope watch JOBID|DIR [--interval N] [--json] [--once] [--top N] [--jobs N]
 A running job's state across its nodes, from the timelines its helpers flushed so far, redrawn every N
 seconds to fit the terminal at any job size: node counts per label, the reasons as they appeared
