@@ -15,8 +15,9 @@ packages=(
   debhelper dpkg-dev fakeroot libcurl4-openssl-dev
   # the single-node cluster
   slurmctld slurmd slurmdbd slurm-client munge mariadb-server slurm-wlm-mysql-plugin
-  # the checks: python3 for check_json.py, procps for pgrep/ps, hostname
-  python3 procps hostname util-linux
+  # the checks: python3 for check_json.py, procps for pgrep/ps, hostname, mount (fault_tests.sh mounts a
+  # tiny tmpfs: not in a trixie/sid root by default, and without it the disk-full test fills the real disk)
+  python3 procps hostname util-linux mount
 )
 key=$(printf '%s\n' "$suite" "${packages[@]}" | sha256sum | cut -c1-12)
 root=$cache/$suite-$key
