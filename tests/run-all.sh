@@ -64,7 +64,7 @@ if command -v clang++ >/dev/null; then
   fuzz_pid=$!
 fi
 
-step "real daemons (node_exporter, Alertmanager, promtool), the real Slurm clusters (1 node; 3 nodes in network namespaces; Slurm 26.05 in a Debian unstable root, tests/integration/slurm_versions.sh), the HTML views in headless chromium, the Debian package and the RPM"
+step "real daemons (node_exporter, Alertmanager, promtool), the real Slurm clusters (1 node; 3 nodes in network namespaces), the HTML views in headless chromium, the Debian package"
 run_meson_tests -C build --suite daemons --suite cluster --suite browser --suite package --print-errorlogs
 
 step "fuzz gate: every libFuzzer target replays its corpus and regressions, then ${CI_RUNS:-4000} fixed-seed runs (run beside the cluster tests)"
