@@ -92,7 +92,13 @@ boot_db_and_dbd() {
         --log-error="$D/log/mariadbd.log"
     wait_for 30 mariadb mariadb --no-defaults -S "$SOCK" -uroot -e 'select 1' ||
         die "mariadbd did not come up; see $D/log/mariadbd.log"
+    # The database is created here, not by slurmdbd: slurmdbd creates a missing one and then reconnects
+    # on the same MYSQL handle, which the MariaDB 11.8 client library (Debian 13/unstable) leaves broken:
+    # every query then fails with "5027 Number of columns in result (=1) set execeeds maxmimum allowed
+    # number of columns (=0)" and slurmdbd dies in _check_mysql_concat_is_sane. A handle that connected
+    # the first time is fine, so an existing database avoids the bug on every release.
     mariadb --no-defaults -S "$SOCK" -uroot -e "
+      CREATE DATABASE IF NOT EXISTS slurm_acct_db;
       CREATE USER IF NOT EXISTS 'slurm'@'127.0.0.1' IDENTIFIED BY '$DBPASS';
       CREATE USER IF NOT EXISTS 'slurm'@'localhost' IDENTIFIED BY '$DBPASS';
       GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1';

@@ -23,11 +23,44 @@ done
     die "slurm-wlm-mysql-plugin missing; run contrib/install-deps.sh"
 PATH=$PATH:/usr/sbin:/sbin
 
-newest() { ls -t $1 2>/dev/null | head -n 1; }
-PLUGIN=${STALLSCOPE_PLUGIN:-$(newest "$REPO/build*/spank/stallscope.so")}
-HELPER=${STALLSCOPE_HELPER:-$(newest "$REPO/build*/helper/stallscope")}
+# The newest plain (non-sanitizer) build: slurmd cannot load an ASan-built plugin ("ASan runtime does not
+# come first in initial library list") and the node never turns idle; tests/run-all.sh makes build-asan
+# after build, so "newest" alone would pick it.
+plain_build() {
+    for so in $(ls -t "$REPO"/build*/spank/stallscope.so 2>/dev/null); do
+        grep -aq __asan_init "$so" && continue
+        dirname "$(dirname "$so")"
+        return 0
+    done
+}
+B=$(plain_build)
+PLUGIN=${STALLSCOPE_PLUGIN:-${B:+$B/spank/stallscope.so}}
+HELPER=${STALLSCOPE_HELPER:-${B:+$B/helper/stallscope}}
 [ -n "$PLUGIN" ] && [ -f "$PLUGIN" ] || die "no stallscope.so; build it (ninja -C build spank/stallscope.so) or set STALLSCOPE_PLUGIN"
 [ -n "$HELPER" ] || HELPER=/usr/bin/stallscope
+# Job cgroups (STALLSCOPE_CLUSTER_CGROUP=1): proctrack/cgroup + task/cgroup with memory as a consumable
+# resource, so `--mem` is enforced by the kernel and the helper reads the cgroup Slurm made for the job.
+# The hierarchy is the one the machine has: v2 when the unified mount offers the memory controller, else
+# v1 (hybrid hosts such as Debian 12 VMs: memory/cpu only in v1). Default: linuxproc + task/none.
+CGROUP=${STALLSCOPE_CLUSTER_CGROUP:-0}
+if [ "$CGROUP" = 1 ]; then
+    if grep -qw memory /sys/fs/cgroup/cgroup.controllers 2>/dev/null; then
+        CGROUP_PLUGIN=cgroup/v2
+    elif [ -d /sys/fs/cgroup/memory ] && [ -w /sys/fs/cgroup/memory ]; then
+        CGROUP_PLUGIN=cgroup/v1
+    else
+        die "STALLSCOPE_CLUSTER_CGROUP=1 but no writable memory cgroup controller under /sys/fs/cgroup"
+    fi
+    PROCTRACK=proctrack/cgroup
+    TASK=task/cgroup
+    SELECT_PARAMS=CR_Core_Memory
+    JOBACCT=jobacct_gather/cgroup
+else
+    PROCTRACK=proctrack/linuxproc
+    TASK=task/none
+    SELECT_PARAMS=CR_Core
+    JOBACCT=jobacct_gather/none
+fi
 
 mkdir -p "$D/etc" "$D/log" "$D/pids" "$D/run" "$D/state/ctld" "$D/state/d" "$D/munge" "$D/stallscope-run" "$D/work"
 chmod 755 "$D" "$D/etc" "$D/munge" "$D/run"
@@ -55,11 +88,14 @@ SlurmdPidFile=$D/run/slurmd.pid
 SlurmctldLogFile=$D/log/slurmctld.log
 SlurmdLogFile=$D/log/slurmd.log
 SlurmdDebug=verbose
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
+ProctrackType=$PROCTRACK
+TaskPlugin=$TASK
 PlugStackConfig=$D/etc/plugstack.conf
 SelectType=select/cons_tres
-SelectTypeParameters=CR_Core
+SelectTypeParameters=$SELECT_PARAMS
+# With CR_Core_Memory a job without --mem would get the whole node: 200 MB per CPU lets the tests'
+# concurrent jobs run side by side (ignored with CR_Core).
+DefMemPerCPU=200
 SlurmdParameters=config_overrides
 GresTypes=gpu
 ReturnToService=2
@@ -69,13 +105,22 @@ AccountingStorageType=accounting_storage/slurmdbd
 AccountingStorageHost=127.0.0.1
 AccountingStoragePort=$DBD_PORT
 AccountingStoreFlags=job_comment
-JobAcctGatherType=jobacct_gather/none
+JobAcctGatherType=$JOBACCT
 JobCompType=jobcomp/none
 MpiDefault=none
 NodeName=$NODE NodeAddr=127.0.0.1 CPUs=4 RealMemory=1000 Gres=gpu:4 State=UNKNOWN
 PartitionName=debug Nodes=$NODE Default=YES MaxTime=INFINITE State=UP
 CONF
 echo "Name=gpu File=/dev/tty[0-3]" >"$D/etc/gres.conf"
+# cgroup.conf (next to slurm.conf). Slurm 24.11+ slurmd loads a cgroup plugin whatever ProctrackType says and
+# refuses to start without a cgroup filesystem: a chroot needs /sys bind-mounted (tests/integration/slurm_versions.sh).
+if [ "$CGROUP" = 1 ]; then
+    # ConstrainCores uses cpuset, not a CFS quota; a CPU-throttled test job sets its own quota.
+    printf 'CgroupPlugin=%s\nConstrainRAMSpace=yes\nConstrainSwapSpace=no\nConstrainCores=no\nConstrainDevices=no\n' \
+        "$CGROUP_PLUGIN" >"$D/etc/cgroup.conf"
+else
+    rm -f "$D/etc/cgroup.conf"  # Slurm's defaults (autodetect), as before the cgroup mode existed
+fi
 write_dbd_conf
 # plugstack.conf: tests rewrite it between jobs (slurmstepd and srun re-read it at every launch).
 PLUGSTACK_ARGS=${STALLSCOPE_PLUGSTACK_ARGS:-}
@@ -98,7 +143,7 @@ if ! wait_for 40 slurmd idle; then
     wait_for 10 slurmd idle || die "node $NODE not idle after 50 s ($(sinfo -h -o '%T %E' 2>&1)); see $D/log/slurmd.log and $D/log/slurmctld.log"
 fi
 
-echo "dev-cluster: up in $(($(date +%s) - t0)) s; node $NODE idle; job user $CLUSTER_USER"
+echo "dev-cluster: up in $(($(date +%s) - t0)) s; node $NODE idle; job user $CLUSTER_USER; $(slurmd -V); $PROCTRACK"
 echo "dev-cluster: export SLURM_CONF=$SLURM_CONF   (or: . $HERE/env.sh)"
 echo "dev-cluster: logs in $D/log (slurmd.log has slurmstepd/plugin messages); work dir $D/work"
 echo "dev-cluster: plugstack: $(cat "$D/etc/plugstack.conf")"

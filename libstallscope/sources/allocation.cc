@@ -2,13 +2,34 @@
 
 #include <algorithm>
 #include <set>
+#include <string_view>
+#include <vector>
 
 #include "libstallscope/util/parse_number.h"
 
 namespace stallscope {
 
+namespace {
+
+bool is_uuid(std::string_view id) {
+    return id.starts_with("GPU-") || id.starts_with("MIG-");
+}
+
+// The step's GPUs: Slurm's gres list when it gave one; else the UUIDs of CUDA_VISIBLE_DEVICES, which
+// Slurm 25.11+ writes with gres Flags=env_uuid and which name GPUs node-wide. Indices there are not used:
+// under ConstrainDevices they count from 0 inside the job's device cgroup, not the node's numbering.
+std::vector<std::string> allocated_ids(const JobContext& context) {
+    if (!context.gpus.empty()) return context.gpus;
+    std::vector<std::string> out;
+    for (const auto& d : context.visible_devices)
+        if (is_uuid(d)) out.push_back(d);
+    return out;
+}
+
+}  // namespace
+
 void filter_gpus_to_allocation(Snapshot& snapshot) {
-    const auto& wanted = snapshot.context.gpus;
+    const auto wanted = allocated_ids(snapshot.context);
     if (wanted.empty() || snapshot.gpus.empty()) return;
     std::set<std::uint64_t> indices;
     std::set<std::string> uuids;

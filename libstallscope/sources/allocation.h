@@ -6,7 +6,8 @@
 
 namespace stallscope {
 
-// context.gpus holds Slurm's global gres indices (SLURM_STEP_GPUS / SLURM_JOB_GPUS) or GPU-/MIG- UUIDs.
+// context.gpus holds Slurm's global gres indices (SLURM_STEP_GPUS / SLURM_JOB_GPUS) or GPU-/MIG- UUIDs;
+// without them, the GPU-/MIG- UUIDs of CUDA_VISIBLE_DEVICES (gres Flags=env_uuid, Slurm 25.11+) are used.
 // An index matches a GPU's /dev/nvidia minor number when known (stable under ConstrainDevices, which
 // renumbers NVML indices), else its source index. No allocation known: nothing is filtered. If nothing
 // matches, every GPU is kept and a warning says so (better a noisy profile than a blind one).

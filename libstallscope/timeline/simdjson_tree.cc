@@ -1,10 +1,31 @@
 #include "libstallscope/timeline/simdjson_tree.h"
 
 #include <algorithm>
+#include <charconv>
 #include <string>
 #include <vector>
 
 namespace stallscope {
+namespace {
+
+// simdjson 4 added element_type::BIGINT: an integer beyond 64 bits kept as its digits, produced only when
+// the parser is told to keep such numbers (ours is not: it fails with BIGINT_ERROR instead). Read as
+// nlohmann's parser reads one: a double. simdjson 3 (Debian 12, 13) has no get_bigint(); the requires
+// keeps this file building against both.
+template <typename Element>
+Json big_integer(const Element& e) {
+    if constexpr (requires { e.get_bigint(); }) {
+        std::string_view digits;
+        if (e.get_bigint().get(digits) == simdjson::SUCCESS) {
+            double v = 0;
+            const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
+            if (ec == std::errc() && end == digits.data() + digits.size()) return Json(v);
+        }
+    }
+    return Json(nullptr);
+}
+
+}  // namespace
 
 // Non-negative integers come back unsigned, as nlohmann's parser gives them.
 Json to_tree(simdjson::dom::element e) {
@@ -68,6 +89,8 @@ Json to_tree(simdjson::dom::element e) {
         }
         case simdjson::dom::element_type::NULL_VALUE:
             break;
+        default:  // BIGINT (simdjson 4), and whatever type a later release adds: never a crash
+            return big_integer(e);
     }
     return Json(nullptr);
 }

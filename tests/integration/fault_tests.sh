@@ -109,8 +109,9 @@ check "AdminComment carries the verdict" wait_until 20 comment_matches "$FID" '^
 # is filled first: the first timeline write gets ENOSPC. (ENOSPC mid-write, torn block and all, is
 # tests/cli/record_test.cc's 64 KiB tmpfs case, v1 and v2.)
 echo "== fault: the output dir's disk is full (16 KiB tmpfs, filled before the step)"
-mkdir -p "$W/full" && mount -t tmpfs -o size=16k,mode=1777 tmpfs "$W/full"
-dd if=/dev/zero of="$W/full/filler" bs=4096 2>/dev/null || true  # until ENOSPC
+# Only into the tmpfs: without it (no mount binary, no privilege) dd would fill the real disk.
+mkdir -p "$W/full" && mount -t tmpfs -o size=16k,mode=1777 tmpfs "$W/full" &&
+    dd if=/dev/zero of="$W/full/filler" bs=4096 2>/dev/null  # until ENOSPC
 fault_step full/job --gres=gpu:2
 finish_step
 SUCCEEDED_JOBS+=("$FID")

@@ -48,6 +48,8 @@ check "the package depends on the Slurm release it was built for ($slurm)" \
 check "the package recommends libcurl4 (dlopened by the Alertmanager sink, not linked)" \
   bash -c "dpkg-deb -f '$deb' Recommends | grep -qw libcurl4"
 check "the plugin is in Slurm's PluginDir" test -f "$root/usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH)/slurm-wlm/stallscope.so"
+check "the plugin declares Slurm $slurm (plugin_version, what slurmd compares)" \
+  test "$(python3 "$src/tests/integration/plugin_version.py" "$root"/usr/lib/*/slurm-wlm/stallscope.so)" = "$slurm"
 check "the plugin exports the SPANK entry points" \
   bash -c "nm -D --defined-only '$root'/usr/lib/*/slurm-wlm/stallscope.so | grep -q ' slurm_spank_init$'"
 check "the plugin starts /usr/bin/stallscope by default" \

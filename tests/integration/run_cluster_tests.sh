@@ -257,9 +257,10 @@ check "verdict under the submit dir, none under the work dir (job $id)" eval \
     'compgen -G "$W/epi/submit/stallscope-$id/verdict.*.json" >/dev/null && [ ! -e "$W/epi/work/stallscope-$id" ]'
 SLURM_JOB_ID=$id SLURM_JOB_USER=$U SLURM_JOB_WORK_DIR=$W/epi/work STALLSCOPE_EPILOG_DELAY=1 \
     STALLSCOPE_BIN=$HELPER "$REPO/contrib/slurm/slurmctld-epilog.sh" 2>"$W/epi/epilog.err"
-# The job segment (report --comment), as the job's writer composes it: a top reason and nodes=.
+# The job segment (report --comment), as the job's writer composes it: a top reason and nodes=. The label is
+# lowercase on 22.05 (its sacctmgr lowercases the value it sets), as written on 26.05.
 check "the slurmctld epilog wrote AdminComment from the submit dir's recording" \
-    wait_until 10 comment_matches "$id" "^stallscope/1 [a-z_]+ conf=[0-9.]+( top=[^ ]+)? nodes=1 .*file=$W/epi/submit/stallscope-$id"
+    wait_until 10 comment_matches "$id" "^stallscope/1 [A-Za-z_]+ conf=[0-9.]+( top=[^ ]+)? nodes=1 .*file=$W/epi/submit/stallscope-$id"
 
 echo "== AdminComment: a pre-existing JS1: value set by root survives"
 id=$(as_user "$W/js1" sbatch --parsable --stallscope=1 --wrap 'sleep 6')

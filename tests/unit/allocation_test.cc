@@ -65,3 +65,42 @@ TEST_CASE("no allocation known (not in a job): nothing is filtered") {
     CHECK(s.gpus.size() == 8);
     CHECK(s.warnings.empty());
 }
+
+TEST_CASE(
+    "gres Flags=env_uuid: CUDA_VISIBLE_DEVICES UUIDs without a gres index list pick exactly those GPUs") {
+    Snapshot s = node_with_8_gpus();
+    s.context.visible_devices = {"GPU-6", "GPU-1"};  // Slurm 25.11+ with env_uuid, in its order
+    s.xid_events = {{79, "0000:18:00", 1, "critical", ""}, {79, "0000:2a:00", 3, "critical", ""}};
+    filter_gpus_to_allocation(s);
+    REQUIRE(s.gpus.size() == 2);
+    CHECK(s.gpus[0].uuid == "GPU-1");
+    CHECK(s.gpus[1].uuid == "GPU-6");
+    REQUIRE(s.xid_events.size() == 1);
+    CHECK(s.xid_events[0].gpu_index == 1);
+    CHECK(s.warnings.empty());
+}
+
+TEST_CASE("CUDA_VISIBLE_DEVICES indices are not node-wide and select nothing on their own") {
+    Snapshot s = node_with_8_gpus();
+    s.context.visible_devices = {"0", "1"};  // under ConstrainDevices: the job's own numbering
+    filter_gpus_to_allocation(s);
+    CHECK(s.gpus.size() == 8);
+    CHECK(s.warnings.empty());
+}
+
+TEST_CASE("Slurm's gres list wins over CUDA_VISIBLE_DEVICES when both are there") {
+    Snapshot s = node_with_8_gpus();
+    s.context.gpus = {"4"};
+    s.context.visible_devices = {"GPU-4"};
+    filter_gpus_to_allocation(s);
+    REQUIRE(s.gpus.size() == 1);
+    CHECK(s.gpus[0].index == 4);
+}
+
+TEST_CASE("UUIDs of CUDA_VISIBLE_DEVICES that match no GPU keep every GPU and say so") {
+    Snapshot s = node_with_8_gpus();
+    s.context.visible_devices = {"GPU-ffff"};
+    filter_gpus_to_allocation(s);
+    CHECK(s.gpus.size() == 8);
+    CHECK(s.warnings.size() == 1);
+}
