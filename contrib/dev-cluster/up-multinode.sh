@@ -99,7 +99,13 @@ echo "NodeName=n[1-$NODES] Name=gpu File=/dev/tty[0-3]" >"$D/etc/gres.conf"
 write_dbd_conf
 # allow_test_env=1: a test cluster; its jobs point each node's helper at that node's fixture tree and the
 # fake NVML (STALLSCOPE_* from the job env, ignored by a production plugstack).
-echo "optional $PLUGIN helper=$HELPER run_dir=$D/local/stallscope-run stop_timeout=10 min_interval=1 allow_test_env=1 ${STALLSCOPE_PLUGSTACK_ARGS:-}" \
+PLUGSTACK_ARGS=${STALLSCOPE_PLUGSTACK_ARGS:-}
+JOB_READER=$(dirname "$PLUGIN")/stallscope-slurm-job   # the root-side job reader, built beside the plugin
+case " $PLUGSTACK_ARGS" in
+*" job_reader="*) ;;
+*) [ -x "$JOB_READER" ] && PLUGSTACK_ARGS="job_reader=$JOB_READER $PLUGSTACK_ARGS" ;;
+esac
+echo "optional $PLUGIN helper=$HELPER run_dir=$D/local/stallscope-run stop_timeout=10 min_interval=1 allow_test_env=1 $PLUGSTACK_ARGS" \
     >"$D/etc/plugstack.conf"
 
 # ---- network: bridge on the host, one veth + namespace per node ----------------------------------

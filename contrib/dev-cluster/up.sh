@@ -124,6 +124,13 @@ fi
 write_dbd_conf
 # plugstack.conf: tests rewrite it between jobs (slurmstepd and srun re-read it at every launch).
 PLUGSTACK_ARGS=${STALLSCOPE_PLUGSTACK_ARGS:-}
+# The root-side job reader (spank/slurm_job.cc) is built next to the plugin; without job_reader= the plugin
+# looks for the installed one and, not finding it, skips the AdminComment write (said in slurmd.log).
+JOB_READER=$(dirname "$PLUGIN")/stallscope-slurm-job
+case " $PLUGSTACK_ARGS" in
+*" job_reader="*) ;;
+*) [ -x "$JOB_READER" ] && PLUGSTACK_ARGS="job_reader=$JOB_READER $PLUGSTACK_ARGS" ;;
+esac
 old_plugstack=$(cat "$D/etc/plugstack.conf.default" 2>/dev/null || true)
 # allow_test_env=1: a test cluster; its jobs point the helper at the fake NVML and fixture trees.
 echo "optional $PLUGIN helper=$HELPER run_dir=$D/stallscope-run stop_timeout=5 min_interval=1 allow_test_env=1 $PLUGSTACK_ARGS" \
