@@ -1,10 +1,10 @@
 #!/bin/bash
 # The GPU-node bundle (contrib/make-bundle.sh) on a machine without build tools: made by its one command,
-# under 20 MiB, then started in a clean Debian 12 root filesystem (debootstrap --variant=minbase bookworm:
+# under 20 MiB, then started in a clean Debian 12 root filesystem (mmdebstrap --variant=minbase bookworm:
 # no compiler, no -dev package, no simdjson) with chroot: --version, ldd without a missing library, and
 # --json against the fake libnvidia-ml (8 H100s). Root only (chroot, mount); exit 77 = skipped.
 # The root is cached in /var/cache/stallscope-roots/bookworm-minbase (made here once when missing and
-# debootstrap can reach a Debian mirror, ~2 minutes).
+# mmdebstrap can reach the Debian mirror apt uses, ~2 minutes).
 # usage: bundle_test.sh SOURCE_DIR WORK_DIR FAKE_NVML_LIB BUILD_DIR (the bundle relinks its stallscope)
 set -euo pipefail
 src=$(cd "$1" && pwd)
@@ -15,11 +15,14 @@ build=$4
 roots=/var/cache/stallscope-roots
 root=$roots/bookworm-minbase
 if [ ! -x "$root/bin/sh" ]; then
-    command -v debootstrap >/dev/null || { echo "SKIP: no $root and no debootstrap"; exit 77; }
+    command -v mmdebstrap >/dev/null || { echo "SKIP: no $root and no mmdebstrap (contrib/install-deps.sh)"; exit 77; }
+    mirror=$("$src/tests/integration/apt_mirror.sh")
     mkdir -p "$roots"
+    # Made by mmdebstrap (installed by contrib/install-deps.sh) from the mirror apt uses here. Once made, a
+    # failure to make it again is a failure, not a skip: CI must not pass on a bundle nobody started.
     flock "$roots/.lock" bash -c "[ -x '$root/bin/sh' ] || { rm -rf '$root.tmp' &&
-        debootstrap --variant=minbase bookworm '$root.tmp' http://deb.debian.org/debian > '$roots/bookworm.log' 2>&1 &&
-        mv '$root.tmp' '$root'; }" || { echo "SKIP: debootstrap failed ($roots/bookworm.log)"; exit 77; }
+        mmdebstrap --variant=minbase bookworm '$root.tmp' '$mirror' > '$roots/bookworm.log' 2>&1 &&
+        mv '$root.tmp' '$root'; }" || { echo "FAIL: mmdebstrap failed ($roots/bookworm.log)"; tail -20 "$roots/bookworm.log"; exit 1; }
 fi
 rm -rf "$work" && mkdir -p "$work"
 fail=0

@@ -29,11 +29,7 @@ fi
 [ "$(id -u)" -eq 0 ] || { echo "slurm_root: needs root (mmdebstrap)" >&2; exit 1; }
 command -v mmdebstrap >/dev/null || { echo "slurm_root: mmdebstrap missing; run contrib/install-deps.sh" >&2; exit 1; }
 
-# The mirror: the first Debian URI in this machine's apt sources (deb822 or one-line format), so no
-# host name is hard-coded here.
-mirror=$( (grep -rhoE '(URIs:|^deb) +[a-z]+://[^ ]+/debian/?( |$)' /etc/apt/sources.list /etc/apt/sources.list.d/ 2>/dev/null || true) |
-  awk '{print $2}' | sed -n 1p)
-[ -n "$mirror" ] || mirror=http://deb.debian.org/debian
+mirror=$("$(dirname "$0")/apt_mirror.sh")
 
 mkdir -p "$cache"
 # A half-made root from an interrupted run is thrown away, never reused.
