@@ -11,6 +11,7 @@
 #include "libstallscope/timeline/binary_record.h"
 #include "libstallscope/timeline/change_lists.h"
 #include "libstallscope/timeline/kept_counter.h"
+#include "libstallscope/timeline/kept_sample_check.h"
 #include "libstallscope/timeline/plain_record.h"
 #include "libstallscope/timeline/simdjson_tree.h"
 #include "libstallscope/timeline/timeline.h"
@@ -437,6 +438,13 @@ class Reader {
             kept_counters(kept_, {keys_.kept.data(), keys_.used}, moving_);
         shape_.moving_known = kept_clean_;
         shape_.moving = moving_;
+#ifdef STALLSCOPE_INVARIANT_CHECKS  // the invariant (at kept_), the tree caught up first as before any read
+        if (kept_clean_ && !whole_samples_) {
+            sync_tree();
+            abort_unless_reader_state(decoder_.tree(), kept_, keys_, gauges_, kept_layout_, kept_only_.epoch,
+                                      moving_, name_ + ":" + std::to_string(number));
+        }
+#endif
         visitor_.sample_lent(kept_, shape_);
         warned_no_tree_ = false;
     }
@@ -460,7 +468,13 @@ class Reader {
     bool unix_time_written_ = false;  // this record set "/unix_time" through the decoder
     GaugeList gauges_;                // "gkeys", the list "g" follows
     KeptCounter set_kept_;            // the same for a "set" pointer
-    // The last v2 sample as read, and what this record changed in it.
+    // The last v2 sample as read, and what this record changed in it. THE INVARIANT (doc/timeline-format.md
+    // section 7), whenever a sample is lent from a clean tree: after sync_tree(), kept_ ==
+    // snapshot_from_json(decoder_.tree()); an entry stamped kept_layout_ points into kept_ at its own
+    // counter (gauge); an entry stamped kept_only_.epoch is such an entry; moving_ is what "keys" names in
+    // kept_. Whatever breaks one bumps its counter: the decoder's generation (nodes moved), epoch (the tree
+    // changes other than by kept-alone writes), kept_layout_ (elements re-read), shape_ (counters re-read or
+    // "keys" renewed; moving_for_ follows it). Checked in builds with invariant checks (check_invariant).
     Snapshot kept_;
     std::uint64_t kept_layout_ = 1;  // bumped whenever kept_'s interfaces, ports or GPUs are re-read
     SnapshotShape shape_;            // renewed whenever anything of kept_ is re-read, not only written to
