@@ -75,4 +75,15 @@ void abort_unless_reader_state(const Json& tree, Snapshot& kept, const CounterLi
     std::abort();
 }
 
+void abort_unless_oracle_sample(const std::string& oracle_json, const Snapshot& lent,
+                                const std::string& where) {
+    const Json got = to_json(lent);
+    if (got.dump() == oracle_json) return;
+    const std::string difference = oracle_json.empty() ? "the oracle handed out no sample"
+                                                       : first_difference(Json::parse(oracle_json), got, "");
+    std::fprintf(stderr, "stallscope: timeline reader differs from the whole-sample reading at %s: %s\n",
+                 where.c_str(), difference.c_str());
+    std::abort();
+}
+
 }  // namespace stallscope

@@ -9,6 +9,7 @@
 
 #include "libstallscope/model/snapshot_json.h"
 #include "libstallscope/timeline/change_lists.h"
+#include "libstallscope/timeline/timeline.h"
 
 namespace stallscope {
 
@@ -28,5 +29,17 @@ std::string reader_state_difference(const Json& tree, Snapshot& kept, const Coun
 void abort_unless_reader_state(const Json& tree, Snapshot& kept, const CounterList& keys,
                                const GaugeList& gauges, std::uint64_t layout, std::uint64_t epoch,
                                const std::vector<const Counter*>& moving, const std::string& where);
+
+// The whole-sample oracle's last sample (a reader with TimelineReadLimits::whole_samples fed the same
+// lines), as its to_json text.
+struct OracleSample final : TimelineVisitor {
+    std::string sample_json;
+    void sample(Snapshot&& s) override { sample_json = to_json(s).dump(); }
+    void sample_view(const Snapshot& s) override { sample_json = to_json(s).dump(); }
+};
+// `lent` is the oracle's sample to the byte, or the process ends (abort, naming `where` and the first
+// difference on stderr).
+void abort_unless_oracle_sample(const std::string& oracle_json, const Snapshot& lent,
+                                const std::string& where);
 
 }  // namespace stallscope

@@ -6,6 +6,7 @@
 // the snapshot kept from the previous sample.
 #include <simdjson.h>
 
+#include <memory>
 #include <utility>
 
 #include "libstallscope/timeline/binary_record.h"
@@ -32,7 +33,11 @@ class Reader {
   public:
     Reader(const std::string& name, TimelineVisitor& visitor, std::vector<std::string>& warnings,
            bool whole_samples)
-        : name_(name), visitor_(visitor), warnings_(warnings), whole_samples_(whole_samples) {}
+        : name_(name), visitor_(visitor), warnings_(warnings), whole_samples_(whole_samples) {
+#ifdef STALLSCOPE_INVARIANT_CHECKS  // the whole-sample oracle reads every line beside this reader
+        if (!whole_samples) shadow_ = std::make_unique<Reader>(name, oracle_, oracle_warnings_, true);
+#endif
+    }
 
     void warn(std::size_t line, const std::string& text) {
         if (++warning_count_ <= kMaxWarnings)
@@ -49,6 +54,12 @@ class Reader {
             if (next == TimelineInput::Next::end) break;
             changes_ = changes_ || (input.compressed() && !v1_header_);
             if (text.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+#ifdef STALLSCOPE_INVARIANT_CHECKS
+            if (shadow_) {
+                shadow_->changes_ = shadow_->changes_ || (input.compressed() && !shadow_->v1_header_);
+                shadow_->line(text, terminated, input.line_number());
+            }
+#endif
             if (!line(text, terminated, input.line_number()) && !recognised_) {
                 error = name_ + ": not a stallscope timeline (line " + std::to_string(input.line_number()) +
                         " is not a timeline line)";
@@ -303,7 +314,9 @@ class Reader {
     // A counter placed in kept_ is, after the first record that moves it, added to kept_ alone (gauges and
     // the time the same, apply_g): the tree catches up when anything is about to read or reshape it
     // (KeptOnly, change_lists.h): a JSON record, a gauge that is not set in place, fields re-read.
-    void sync_tree() { kept_only_.sync(keys_, gauges_, kept_, decoder_); }
+    void sync_tree() {
+        kept_only_.sync(keys_, gauges_, kept_, decoder_);
+    }
     // Before the tree is read or changed other than by a kept counter's add: it catches up, and every
     // counter goes through the decoder again until a record finds it unsigned and placed in kept_ again.
     void tree_moves() {
@@ -438,17 +451,24 @@ class Reader {
             kept_counters(kept_, {keys_.kept.data(), keys_.used}, moving_);
         shape_.moving_known = kept_clean_;
         shape_.moving = moving_;
-#ifdef STALLSCOPE_INVARIANT_CHECKS  // the invariant (at kept_), the tree caught up first as before any read
+#ifdef STALLSCOPE_INVARIANT_CHECKS  // the invariant (at kept_), and the oracle's sample of this line
         if (kept_clean_ && !whole_samples_) {
             sync_tree();
             abort_unless_reader_state(decoder_.tree(), kept_, keys_, gauges_, kept_layout_, kept_only_.epoch,
                                       moving_, name_ + ":" + std::to_string(number));
         }
+        if (shadow_)
+            abort_unless_oracle_sample(oracle_.sample_json, kept_, name_ + ":" + std::to_string(number));
 #endif
         visitor_.sample_lent(kept_, shape_);
         warned_no_tree_ = false;
     }
 
+#ifdef STALLSCOPE_INVARIANT_CHECKS
+    OracleSample oracle_;
+    std::vector<std::string> oracle_warnings_;
+    std::unique_ptr<Reader> shadow_;  // whole_samples: what every lent sample must equal
+#endif
     const std::string& name_;
     TimelineVisitor& visitor_;
     std::vector<std::string>& warnings_;
