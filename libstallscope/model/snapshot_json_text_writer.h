@@ -11,8 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "libstallscope/model/json_text.h"
 #include "libstallscope/model/snapshot_json.h"
-#include "libstallscope/timeline/json_text.h"
 
 namespace stallscope::json_text {
 

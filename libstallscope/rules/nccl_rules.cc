@@ -42,9 +42,7 @@ double median(std::vector<double> v) {
 
 }  // namespace
 
-namespace {
-
-void ras_rule(const RuleInput& in, Findings& out, bool single_poll_missing) {
+void nccl_ras_failure_rule(const RuleInput& in, Findings& out) {
     const NcclState& n = in.cur.nccl;
     std::set<std::string> dead_seen;
     auto dead = [&](const NcclPeer& p, const std::string& how, Evidence ev, const std::string& comm = "") {
@@ -65,24 +63,12 @@ void ras_rule(const RuleInput& in, Findings& out, bool single_poll_missing) {
         for (const auto& p : r.dead_processes)
             dead(p, "RAS declared a process", Evidence{{"nccl_version", r.nccl_version}});
         for (const auto& c : r.communicators) {
-            std::vector<int> missing;
-            for (const auto& m : c.missing) {
-                if (!m.considered_dead) missing.push_back(m.peer.rank);
+            for (const auto& m :
+                 c.missing)  // an unanswered rank is NcclMissingRankRule's: it waits for 2 polls
                 if (m.considered_dead)
                     dead(m.peer,
                          "RAS declared rank " + std::to_string(m.peer.rank) + " of " + comm_subject(c.hash),
                          Evidence{{"rank", static_cast<double>(m.peer.rank)}}, c.hash);
-            }
-            if (single_poll_missing && !missing.empty())
-                out.push_back(make_finding(
-                    "nccl_rank_missing", kNccl, "warning", kLabelFailRisk, comm_subject(c.hash),
-                    SubjectKind::kOther,
-                    "NCCL " + comm_subject(c.hash) + ": rank(s) " + rank_list(missing) +
-                        " did not answer the RAS status collection (hung or unreachable process)",
-                    Evidence{{"missing_ranks", rank_list(missing)},
-                             {"size", static_cast<double>(c.size)},
-                             {"ras_timeouts", static_cast<double>(r.timeouts)}},
-                    2));
             std::vector<int> failed;
             std::string what;
             bool aborted = false;
@@ -103,8 +89,6 @@ void ras_rule(const RuleInput& in, Findings& out, bool single_poll_missing) {
         }
     }
 }
-
-}  // namespace
 
 void NcclPeerNames::learn_peer(const NcclPeer& p, const std::string& comm) {
     if (p.host.empty() || ip_host_.count(p.host)) return;
@@ -138,14 +122,6 @@ std::string NcclPeerNames::host_of(const NcclPeer& p, const std::string& comm) c
     if (auto it = pid_host_.find(p.pid); p.pid >= 0 && it != pid_host_.end()) return it->second;
     if (auto it = rank_host_.find({comm, p.rank}); p.rank >= 0 && it != rank_host_.end()) return it->second;
     return "";
-}
-
-void nccl_ras_rule(const RuleInput& in, Findings& out) {
-    ras_rule(in, out, /*single_poll_missing=*/true);
-}
-
-void nccl_ras_failure_rule(const RuleInput& in, Findings& out) {
-    ras_rule(in, out, /*single_poll_missing=*/false);
 }
 
 void NcclMissingRankRule::evaluate(const RuleInput& in, Findings& out) {

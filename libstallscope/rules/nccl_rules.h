@@ -30,9 +30,7 @@ class NcclPeerNames {
 
 // nccl_rank_dead (FAIL_RISK): a RAS DEAD process / considered_dead missing rank, or a MONITOR PEER_DEAD
 // event. nccl_async_error (FAIL_RISK): ranks with an asynchronous/initialisation error or an aborted
-// communicator. nccl_ras_rule also reports unanswered ranks of this one poll as nccl_rank_missing (the
-// single-report view); the Profiler runs nccl_ras_failure_rule, which leaves them to NcclMissingRankRule.
-void nccl_ras_rule(const RuleInput& in, Findings& out);
+// communicator. An unanswered rank of one poll is not a finding here: NcclMissingRankRule waits for two.
 void nccl_ras_failure_rule(const RuleInput& in, Findings& out);
 
 // nccl_rank_missing (FAIL_RISK): the same rank(s) of a communicator did not answer the RAS status

@@ -6,11 +6,13 @@
 // the snapshot kept from the previous sample.
 #include <simdjson.h>
 
+#include <memory>
 #include <utility>
 
 #include "libstallscope/timeline/binary_record.h"
 #include "libstallscope/timeline/change_lists.h"
 #include "libstallscope/timeline/kept_counter.h"
+#include "libstallscope/timeline/kept_sample_check.h"
 #include "libstallscope/timeline/plain_record.h"
 #include "libstallscope/timeline/simdjson_tree.h"
 #include "libstallscope/timeline/timeline.h"
@@ -31,7 +33,11 @@ class Reader {
   public:
     Reader(const std::string& name, TimelineVisitor& visitor, std::vector<std::string>& warnings,
            bool whole_samples)
-        : name_(name), visitor_(visitor), warnings_(warnings), whole_samples_(whole_samples) {}
+        : name_(name), visitor_(visitor), warnings_(warnings), whole_samples_(whole_samples) {
+#ifdef STALLSCOPE_INVARIANT_CHECKS  // the whole-sample oracle reads every line beside this reader
+        if (!whole_samples) shadow_ = std::make_unique<Reader>(name, oracle_, oracle_warnings_, true);
+#endif
+    }
 
     void warn(std::size_t line, const std::string& text) {
         if (++warning_count_ <= kMaxWarnings)
@@ -48,6 +54,12 @@ class Reader {
             if (next == TimelineInput::Next::end) break;
             changes_ = changes_ || (input.compressed() && !v1_header_);
             if (text.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+#ifdef STALLSCOPE_INVARIANT_CHECKS
+            if (shadow_) {
+                shadow_->changes_ = shadow_->changes_ || (input.compressed() && !shadow_->v1_header_);
+                shadow_->line(text, terminated, input.line_number());
+            }
+#endif
             if (!line(text, terminated, input.line_number()) && !recognised_) {
                 error = name_ + ": not a stallscope timeline (line " + std::to_string(input.line_number()) +
                         " is not a timeline line)";
@@ -302,7 +314,9 @@ class Reader {
     // A counter placed in kept_ is, after the first record that moves it, added to kept_ alone (gauges and
     // the time the same, apply_g): the tree catches up when anything is about to read or reshape it
     // (KeptOnly, change_lists.h): a JSON record, a gauge that is not set in place, fields re-read.
-    void sync_tree() { kept_only_.sync(keys_, gauges_, kept_, decoder_); }
+    void sync_tree() {
+        kept_only_.sync(keys_, gauges_, kept_, decoder_);
+    }
     // Before the tree is read or changed other than by a kept counter's add: it catches up, and every
     // counter goes through the decoder again until a record finds it unsigned and placed in kept_ again.
     void tree_moves() {
@@ -437,10 +451,24 @@ class Reader {
             kept_counters(kept_, {keys_.kept.data(), keys_.used}, moving_);
         shape_.moving_known = kept_clean_;
         shape_.moving = moving_;
+#ifdef STALLSCOPE_INVARIANT_CHECKS  // the invariant (at kept_), and the oracle's sample of this line
+        if (kept_clean_ && !whole_samples_) {
+            sync_tree();
+            abort_unless_reader_state(decoder_.tree(), kept_, keys_, gauges_, kept_layout_, kept_only_.epoch,
+                                      moving_, name_ + ":" + std::to_string(number));
+        }
+        if (shadow_)
+            abort_unless_oracle_sample(oracle_.sample_json, kept_, name_ + ":" + std::to_string(number));
+#endif
         visitor_.sample_lent(kept_, shape_);
         warned_no_tree_ = false;
     }
 
+#ifdef STALLSCOPE_INVARIANT_CHECKS
+    OracleSample oracle_;
+    std::vector<std::string> oracle_warnings_;
+    std::unique_ptr<Reader> shadow_;  // whole_samples: what every lent sample must equal
+#endif
     const std::string& name_;
     TimelineVisitor& visitor_;
     std::vector<std::string>& warnings_;
@@ -460,7 +488,13 @@ class Reader {
     bool unix_time_written_ = false;  // this record set "/unix_time" through the decoder
     GaugeList gauges_;                // "gkeys", the list "g" follows
     KeptCounter set_kept_;            // the same for a "set" pointer
-    // The last v2 sample as read, and what this record changed in it.
+    // The last v2 sample as read, and what this record changed in it. THE INVARIANT (doc/timeline-format.md
+    // section 7), whenever a sample is lent from a clean tree: after sync_tree(), kept_ ==
+    // snapshot_from_json(decoder_.tree()); an entry stamped kept_layout_ points into kept_ at its own
+    // counter (gauge); an entry stamped kept_only_.epoch is such an entry; moving_ is what "keys" names in
+    // kept_. Whatever breaks one bumps its counter: the decoder's generation (nodes moved), epoch (the tree
+    // changes other than by kept-alone writes), kept_layout_ (elements re-read), shape_ (counters re-read or
+    // "keys" renewed; moving_for_ follows it). Checked in builds with invariant checks (check_invariant).
     Snapshot kept_;
     std::uint64_t kept_layout_ = 1;  // bumped whenever kept_'s interfaces, ports or GPUs are re-read
     SnapshotShape shape_;            // renewed whenever anything of kept_ is re-read, not only written to

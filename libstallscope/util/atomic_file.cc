@@ -115,25 +115,4 @@ bool write_file_atomically(const std::string& path, std::string_view data, bool 
     return true;
 }
 
-bool make_directories(const std::string& path, std::string& error) {
-    if (path.empty()) {
-        error = "empty directory name";
-        return false;
-    }
-    for (std::size_t pos = 1; pos <= path.size(); ++pos) {
-        if (pos != path.size() && path[pos] != '/') continue;
-        const std::string part = path.substr(0, pos);
-        if (::mkdir(part.c_str(), 0755) != 0 && errno != EEXIST) {
-            error = part + ": " + std::strerror(errno);
-            return false;
-        }
-    }
-    struct stat st {};
-    if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-        error = path + ": not a directory";
-        return false;
-    }
-    return true;
-}
-
 }  // namespace stallscope

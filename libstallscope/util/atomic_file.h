@@ -29,7 +29,4 @@ bool write_file_atomically(const std::string& path, std::string_view data, bool 
 // The temp name write_file_atomically uses for `path` (to clean up after a crash).
 std::string atomic_temp_path(const std::string& path);
 
-// mkdir -p with mode 0755 (& ~umask). Returns false and sets `error` naming the component that failed.
-bool make_directories(const std::string& path, std::string& error);
-
 }  // namespace stallscope

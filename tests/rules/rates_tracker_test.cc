@@ -31,6 +31,7 @@ bool same_values(std::span<const Counter> kept, const std::vector<Counter>& walk
 
 // The tracker's rates against compute_rates on the whole samples, at every step of the series.
 void check_series(const std::vector<Snapshot>& series, RatesTracker& tracker) {
+    REQUIRE(series.size() >= 2);  // rates need two samples: fewer would compare nothing
     CHECK(tracker.update(series[0]) == nullptr);
     CHECK(same_values(tracker.rdma_values(), rdma_maps(series[0])));
     for (std::size_t i = 1; i < series.size(); ++i) {
@@ -188,6 +189,7 @@ TEST_CASE("A shape naming the moving counters: only those read, still compute_ra
         }
         Snapshot lent = series[0];
         const std::vector<const Counter*> moving = moving_of(lent);
+        REQUIRE(!moving.empty());  // else nothing is read through kept pointers
         SnapshotShape shape = SnapshotShape::fresh();
         shape.moving_known = true;
         shape.moving = moving;

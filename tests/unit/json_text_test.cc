@@ -1,6 +1,6 @@
 // append_compact_json: the same bytes as nlohmann's dump(), or false where it does not mirror dump()
 // (ill-formed UTF-8, where dump() throws).
-#include "libstallscope/timeline/json_text.h"
+#include "libstallscope/model/json_text.h"
 
 #include <doctest/doctest.h>
 

@@ -26,6 +26,7 @@ inline std::string file_bytes(const std::string& path) {
 inline std::vector<Snapshot> write_then_read(const std::vector<Snapshot>& samples, const std::string& path,
                                              std::vector<std::string>* warnings = nullptr,
                                              int per_frame = 0) {
+    REQUIRE(!samples.empty());  // the header is the first sample's, and an empty round trip proves nothing
     {
         TimelineWriter w(TimelineFormat::zstd_v2);
         if (per_frame) w.set_samples_per_frame(per_frame);
@@ -46,6 +47,7 @@ inline std::vector<Snapshot> write_then_read(const std::vector<Snapshot>& sample
 // (append_record(to_json(sample))); both writers start a new frame after sample `reset_after`.
 inline std::vector<std::string> records_by_part_checked(
     const std::vector<Snapshot>& samples, std::size_t reset_after = static_cast<std::size_t>(-1)) {
+    REQUIRE(!samples.empty());
     SnapshotDiffEncoder by_part, whole;
     std::vector<std::string> records;
     for (std::size_t i = 0; i < samples.size(); ++i) {

@@ -42,6 +42,8 @@ std::vector<std::string> entries(const std::string& dir, const std::string& suff
         ::closedir(d);
     }
     std::sort(names.begin(), names.end());
+    // Every caller loops over these: a moved or empty folder must fail, not check nothing.
+    REQUIRE_MESSAGE(!names.empty(), "no '*", suffix, "' entries in ", dir);
     return names;
 }
 

@@ -60,18 +60,15 @@ std::string TailFile::read_lines(std::size_t max_bytes, std::vector<std::string>
             if (partial_.size() > kMaxLine) {
                 partial_.clear();
                 skip_first_ = true;  // resynchronise at the next newline
-                ++overlong_;
             }
             break;
         }
         partial_.append(data, pos, nl - pos);
         if (skip_first_) {
             skip_first_ = false;
-        } else if (partial_.size() <= kMaxLine) {
+        } else if (partial_.size() <= kMaxLine) {  // a longer line (a writer that never ends it) is dropped
             if (!partial_.empty() && partial_.back() == '\r') partial_.pop_back();
             lines.push_back(std::move(partial_));
-        } else {
-            ++overlong_;
         }
         partial_.clear();
         pos = nl + 1;

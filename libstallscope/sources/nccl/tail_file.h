@@ -22,8 +22,6 @@ class TailFile {
     std::string read_lines(std::size_t max_bytes, std::vector<std::string>& lines);
     const std::string& path() const { return path_; }
     std::uint64_t offset() const { return offset_; }
-    // Lines dropped because they exceeded the line cap (a writer that never ends its line).
-    int overlong_lines() const { return overlong_; }
 
   private:
     std::string path_;
@@ -33,7 +31,6 @@ class TailFile {
     ino_t ino_ = 0;
     std::uint64_t offset_ = 0;
     std::string partial_;
-    int overlong_ = 0;
 };
 
 }  // namespace stallscope::nccl

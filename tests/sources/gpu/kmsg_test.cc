@@ -152,6 +152,7 @@ TEST_CASE("kmsg source reads only the lines appended after the previous sample")
 
     const Snapshot quiet = node.sample();
     CHECK(quiet.xid_events.empty());
+    REQUIRE(!quiet.gpus.empty());
     for (const auto& gpu : quiet.gpus) CHECK(gpu.xid.empty());
 
     gpu_test::write_file(node.dir / "kmsg", gpu_test::read_file(fixture("kmsg/dgx-h100-append.kmsg")), true);

@@ -1,4 +1,4 @@
-#include "libstallscope/timeline/json_text.h"
+#include "libstallscope/model/json_text.h"
 
 #include <array>
 #include <charconv>
