@@ -64,7 +64,7 @@ if command -v clang++ >/dev/null; then
   fuzz_pid=$!
 fi
 
-step "real daemons (node_exporter, Alertmanager, promtool), the real Slurm clusters (1 node; 3 nodes in network namespaces), the HTML views in headless chromium, the Debian package"
+step "real daemons (node_exporter, Alertmanager, promtool), the real Slurm clusters (1 node; 3 nodes in network namespaces), the HTML views in headless chromium, the Debian package, the GPU node kit against the fake NVML and its bundle in a clean Debian 12 root"
 run_meson_tests -C build --suite daemons --suite cluster --suite browser --suite package --suite gpu-kit --print-errorlogs
 
 step "fuzz gate: every libFuzzer target replays its corpus and regressions, then ${CI_RUNS:-4000} fixed-seed runs (run beside the cluster tests)"
