@@ -51,14 +51,16 @@ JobSide load_side(const std::string& input, const std::string& sacct) {
 }  // namespace
 
 int run_compare(int argc, char** argv, int first) {
-    const ParsedArgs args = parse_args(argc, argv, first, {"html", "sacct"}, {"json"});
+    std::set<std::string> with_value = {"sacct"};
+    with_value.insert(kOutputFileOptions.begin(), kOutputFileOptions.end());
+    const ParsedArgs args = parse_args(argc, argv, first, with_value, {"json"});
     if (args.positional.size() != 2)
         throw UsageError("compare needs exactly two inputs: A B (timelines, job directories or job ids)");
     const std::string sacct = args.value("sacct").value_or("sacct");
-    if (args.has("html") && args.value("html")->empty()) throw UsageError("--html needs a file name");
+    const auto html = output_file_option(args);
     const Comparison c =
         compare_jobs(load_side(args.positional[0], sacct), load_side(args.positional[1], sacct));
-    if (auto html = args.value("html")) {
+    if (html) {
         std::string error;
         if (!write_file_atomically(*html, comparison_html(c), false, error)) {
             std::fprintf(stderr, "stallscope: compare: %s\n", error.c_str());
