@@ -10,6 +10,7 @@
 #include "helper/subcommands.h"
 #include "libstallscope/model/snapshot_json.h"
 #include "libstallscope/timeline/job_comment.h"
+#include "libstallscope/util/printable.h"
 
 namespace stallscope::cli {
 namespace {
@@ -50,21 +51,6 @@ std::vector<SacctRow> parse_rows(const std::string& output, const std::string& d
         rows.push_back({std::move(fields)});
     }
     return rows;
-}
-
-// Terminal-safe text: control bytes (ESC from a raw or %1B-encoded name, newlines, DEL) become \xHH.
-std::string printable(const std::string& s) {
-    std::string out;
-    for (const unsigned char c : s) {
-        if (c < 0x20 || c == 0x7f) {
-            char buf[8];
-            std::snprintf(buf, sizeof buf, "\\x%02X", c);
-            out += buf;
-        } else {
-            out += static_cast<char>(c);
-        }
-    }
-    return out;
 }
 
 // sacct's --starttime forms (sacct(1) "TIME FORMATS"); anything else is a usage error here instead of

@@ -23,6 +23,7 @@
 #include "helper/thresholds_option.h"
 #include "libstallscope/timeline/timeline_export.h"
 #include "libstallscope/util/parse_number.h"
+#include "libstallscope/util/printable.h"
 
 namespace stallscope::cli {
 namespace {
@@ -76,11 +77,12 @@ std::uint64_t total_bytes(const std::vector<std::string>& paths) {
 
 void print(const std::string& path, const Replayed& r, bool json) {
     if (!r.ok) {
-        std::fprintf(stderr, "stallscope: replay: %s\n", r.error.c_str());
+        std::fprintf(stderr, "stallscope: replay: %s\n", printable(r.error).c_str());
         return;
     }
     const ReplayResult& result = r.result;
-    for (const auto& w : result.warnings) std::fprintf(stderr, "stallscope: warning: %s\n", w.c_str());
+    for (const auto& w : result.warnings)
+        std::fprintf(stderr, "stallscope: warning: %s\n", printable(w).c_str());
     if (json) {
         Json out = to_json(result.verdict);
         out["timeline"] = path;
@@ -89,8 +91,8 @@ void print(const std::string& path, const Replayed& r, bool json) {
         // replace: the path as given may be Latin-1 (or any bytes), and JSON text is UTF-8
         std::printf("%s\n", out.dump(-1, ' ', false, Json::error_handler_t::replace).c_str());
     } else {
-        std::printf("%s: %zu samples\n%s", path.c_str(), result.samples,
-                    verdict_text(result.verdict).c_str());
+        std::printf("%s: %zu samples\n%s", printable(path).c_str(), result.samples,
+                    printable_lines(verdict_text(result.verdict)).c_str());
         if (result.matches_recorded)
             std::printf(
                 "  %s\n",
@@ -108,8 +110,8 @@ int run_export(int argc, char** argv, int first) {
     std::vector<std::string> warnings;
     std::string error;
     const bool ok = export_timeline(args.positional.front(), stdout, warnings, error);
-    for (const auto& w : warnings) std::fprintf(stderr, "stallscope: warning: %s\n", w.c_str());
-    if (!ok) std::fprintf(stderr, "stallscope: export: %s\n", error.c_str());
+    for (const auto& w : warnings) std::fprintf(stderr, "stallscope: warning: %s\n", printable(w).c_str());
+    if (!ok) std::fprintf(stderr, "stallscope: export: %s\n", printable(error).c_str());
     return ok ? 0 : 1;
 }
 

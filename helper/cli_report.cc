@@ -73,7 +73,12 @@ int run_report(int argc, char** argv, int first) {
         std::fprintf(stderr, "stallscope: report: no readable verdict or timeline\n");
         return 1;
     }
-    if (args.has("comment")) return print_comment_segment(report, args.positional);
+    if (args.has("comment")) {
+        // What was refused (an oversized or nested verdict, a directory over its caps) is named on
+        // stderr; stdout keeps the one segment line the slurmctld epilog reads.
+        for (const auto& w : report.warnings) std::fprintf(stderr, "stallscope: %s\n", printable(w).c_str());
+        return print_comment_segment(report, args.positional);
+    }
     if (html) {
         std::string error;
         ProgressBar charting("timelines charted");
@@ -116,7 +121,7 @@ int run_summarize(int argc, char** argv, int first) {
         job_report_json(report).dump(2, ' ', false, Json::error_handler_t::replace) + "\n", true, error);
     ok = ok && write_file_atomically(dir + "/summary.txt", job_report_text(report), true, error);
     if (!ok) {
-        std::fprintf(stderr, "stallscope: summarize: %s\n", error.c_str());
+        std::fprintf(stderr, "stallscope: summarize: %s\n", printable(error).c_str());
         return 1;
     }
     return 0;

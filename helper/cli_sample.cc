@@ -25,6 +25,7 @@
 #include "libstallscope/sources/sampler.h"
 #include "libstallscope/util/counter_file.h"
 #include "libstallscope/util/parse_number.h"
+#include "libstallscope/util/printable.h"
 #include "libstallscope/util/roots.h"
 
 namespace stallscope::cli {
@@ -139,7 +140,8 @@ int run_sample(int argc, char** argv, int first) {
         // One-shot: wait (bounded) for the sinks, so that a failed post is in this output, not lost.
         if (!periodic) sinks.close();
         const std::vector<std::string> sink_warnings = sinks.take_new_warnings();
-        for (const auto& w : sink_warnings) std::fprintf(stderr, "stallscope: warning: %s\n", w.c_str());
+        for (const auto& w : sink_warnings)
+            std::fprintf(stderr, "stallscope: warning: %s\n", printable(w).c_str());
         const bool detected = snap.context.scheduler == "slurm" && !own_job_context;
         if (detected && detected_pid < 0) detected_pid = pid_naming_job(roots.procfs, snap.context.job_id);
         if (json) {
@@ -189,7 +191,7 @@ int run_sample(int argc, char** argv, int first) {
     }
     sinks.close();
     for (const auto& w : sinks.take_new_warnings())
-        std::fprintf(stderr, "stallscope: warning: %s\n", w.c_str());
+        std::fprintf(stderr, "stallscope: warning: %s\n", printable(w).c_str());
     // Samples nobody can read are not taken on a full disk or a closed stdout: stop and say so.
     if (output_error) {
         std::fprintf(stderr, "stallscope: cannot write the output: %s\n", std::strerror(output_error));

@@ -9,6 +9,7 @@
 #include "helper/progress_bar.h"
 #include "helper/subcommands.h"
 #include "libstallscope/util/atomic_file.h"
+#include "libstallscope/util/printable.h"
 #include "stallscope_config.h"
 
 namespace stallscope::cli {
@@ -155,7 +156,22 @@ std::string json_for_script(const Json& value) {
     std::string text = value.dump(-1, ' ', false, Json::error_handler_t::replace);  // names may not be UTF-8
     std::string out;
     out.reserve(text.size());
-    for (char c : text) out += c == '<' ? std::string("\\u003c") : std::string(1, c);  // only inside strings
+    // '<' only occurs inside strings, where \u003c means the same; so do the bidi controls (U+202A-202E,
+    // U+2066-2069), which would otherwise reorder the page's source as a reader sees it.
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        if (text[i] == '<') {
+            out += "\\u003c";
+        } else if (i + 3 <= text.size() && is_bidi_control(text.data() + i, 3)) {
+            char escaped[8];
+            const unsigned code = 0x2000u | ((static_cast<unsigned char>(text[i + 1]) & 0x3fu) << 6) |
+                                  (static_cast<unsigned char>(text[i + 2]) & 0x3fu);
+            std::snprintf(escaped, sizeof escaped, "\\u%04x", code);
+            out += escaped;
+            i += 2;
+        } else {
+            out += text[i];
+        }
+    }
     return out;
 }
 
@@ -221,11 +237,11 @@ int run_html(int argc, char** argv, int first) {
                                            charting.active() ? progress_drawer(charting) : SeriesProgress{});
     charting.clear();
     if (!written) {
-        std::fprintf(stderr, "stallscope: html: %s\n", error.c_str());
+        std::fprintf(stderr, "stallscope: html: %s\n", printable(error).c_str());
         return 1;
     }
-    std::fprintf(stderr, "stallscope: wrote %s (%s, %d node(s))\n", out->c_str(),
-                 report.verdict.label.c_str(), report.hosts);
+    std::fprintf(stderr, "stallscope: wrote %s (%s, %d node(s))\n", printable(*out).c_str(),
+                 printable(report.verdict.label).c_str(), report.hosts);
     return 0;
 }
 

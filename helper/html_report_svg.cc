@@ -4,6 +4,9 @@
 #include <cmath>
 #include <cstdio>
 
+#include "helper/html_sort_script.h"
+#include "libstallscope/util/printable.h"
+
 namespace stallscope::cli::svg {
 namespace {
 
@@ -88,7 +91,15 @@ std::string line_color(std::size_t i) {
 std::string escape(const std::string& text) {
     std::string out;
     out.reserve(text.size());
-    for (const unsigned char c : text) {
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const auto c = static_cast<unsigned char>(text[i]);
+        // A bidi override or isolate reorders what the reader sees (a host name shown reversed); an
+        // entity for it would still act, so it goes the way of the C0 controls.
+        if (c == 0xe2 && i + 3 <= text.size() && is_bidi_control(text.data() + i, 3)) {
+            out += "\xEF\xBF\xBD";
+            i += 2;
+            continue;
+        }
         switch (c) {
             case '&':
                 out += "&amp;";
@@ -263,7 +274,8 @@ std::string table(const std::string& id, const std::vector<std::string>& head,
 std::string page(const std::string& title, const std::string& body) {
     return R"(<!DOCTYPE html>
 <html lang=en><head><meta charset=utf-8><meta name=viewport content='width=device-width'>
-<meta http-equiv=Content-Security-Policy content="default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:">
+<meta http-equiv=Content-Security-Policy content="default-src 'none'; style-src 'unsafe-inline'; script-src ')" +
+           std::string(kSortScriptCspHash) + R"('; img-src data:; base-uri 'none'; form-action 'none'">
 <title>)" + escape(title) +
            R"(</title><style>
 body{font:14px/1.4 system-ui,sans-serif;margin:16px 24px;color:#222;background:#fff;max-width:1000px}
@@ -281,36 +293,8 @@ caption{text-align:left;font-weight:600;padding:6px 0 2px}th{cursor:pointer;text
 ul.reasons li{margin-bottom:4px}.ev{color:#666;font-size:12px}.up{color:#d62728}.down{color:#2ca02c}
 </style></head><body>
 )" + body + R"(
-<script>
-(function () {
-  function sortTable(t, col, desc) {
-    var body = t.tBodies[0], rows = Array.prototype.slice.call(body.rows);
-    rows.sort(function (a, b) {
-      var x = a.cells[col], y = b.cells[col], c;
-      if (x.dataset.v !== undefined && y.dataset.v !== undefined) c = parseFloat(x.dataset.v) - parseFloat(y.dataset.v);
-      else c = x.textContent.localeCompare(y.textContent);
-      return desc ? -c : c;
-    });
-    rows.forEach(function (r) { body.appendChild(r); });
-    t.dataset.sorted = col + (desc ? ':desc' : ':asc');
-  }
-  document.querySelectorAll('table.sortable').forEach(function (t) {
-    Array.prototype.forEach.call(t.tHead.rows[0].cells, function (th, i) {
-      th.title = 'click to sort';
-      th.addEventListener('click', function () { sortTable(t, i, t.dataset.sorted === i + ':asc'); });
-    });
-  });
-  // #sort=TABLE:COL[:desc] sorts on load (a link can point at a sorted table; the browser test uses it).
-  var m = /sort=([\w-]+):(\d+)(:desc)?/.exec(location.hash);
-  if (m && document.getElementById(m[1])) sortTable(document.getElementById(m[1]), +m[2], !!m[3]);
-  // Where each chart landed on the page, for the browser test's screenshot check.
-  document.querySelectorAll('figure.chart svg').forEach(function (s) {
-    var r = s.getBoundingClientRect();
-    s.dataset.rect = [r.left + scrollX, r.top + scrollY, r.width, r.height].map(Math.round).join(',');
-  });
-  document.body.dataset.ready = '1';
-})();
-</script>
+<script>)" +
+           std::string(kSortScript) + R"(</script>
 </body></html>
 )";
 }

@@ -7,6 +7,7 @@
 #include <memory>
 #include <set>
 
+#include "helper/job_files.h"
 #include "helper/stop_signal.h"
 #include "libstallscope/model/profile.h"
 #include "libstallscope/util/atomic_file.h"
@@ -51,7 +52,10 @@ std::vector<std::string> hosts_without_verdict(const std::string& dir) {
     std::set<std::string> timelines, verdicts;
     std::unique_ptr<DIR, int (*)(DIR*)> d(::opendir(dir.c_str()), ::closedir);
     if (!d) return {};
+    std::size_t entries = 0;
+    // Bounded like find_recordings: the job can put any number of names here.
     while (const dirent* e = ::readdir(d.get())) {
+        if (++entries > kMaxDirectoryEntries) break;
         const std::string name = e->d_name;
         if (starts_with(name, "timeline.") && ends_with(name, ".jsonl"))  // v1
             timelines.insert(name.substr(9, name.size() - 9 - 6));

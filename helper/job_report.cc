@@ -1,6 +1,5 @@
 #include "helper/job_report.h"
 
-#include <dirent.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -11,6 +10,7 @@
 #include <set>
 #include <tuple>
 
+#include "helper/job_files.h"
 #include "helper/parallel_each.h"
 #include "helper/verdict_file.h"
 #include "libstallscope/rules/verdict.h"
@@ -23,82 +23,6 @@ int label_rank(const std::string& label) {
     if (label == kLabelSlow) return 2;
     if (label == kLabelFast) return 1;
     return 0;
-}
-
-bool starts_with(const std::string& s, const char* prefix) {
-    return s.rfind(prefix, 0) == 0;
-}
-
-bool ends_with(const std::string& s, const std::string& suffix) {
-    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-// The files of one recording, paired by their <step>.<host> stem.
-struct RecordingFiles {
-    std::string verdict, timeline;
-    std::string stem;  // <step>.<host>, "" for a file named otherwise
-};
-
-// "timeline.0.gpu07.jsonl" -> "0.gpu07" (also .jsonl.zst and a future extension); "" when not one.
-std::string timeline_stem(const std::string& name) {
-    if (!starts_with(name, "timeline.") || ends_with(name, ".tmp")) return "";
-    const std::string rest = name.substr(9);
-    const auto ext = rest.find(".jsonl");
-    return ext == std::string::npos || ext == 0 ? "" : rest.substr(0, ext);
-}
-
-std::string verdict_stem(const std::string& name) {
-    if (!starts_with(name, "verdict.") || !ends_with(name, ".json") || name.size() <= 13) return "";
-    return name.substr(8, name.size() - 13);
-}
-
-std::string base_name(const std::string& path) {
-    const auto slash = path.rfind('/');
-    return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
-std::map<std::string, RecordingFiles> find_recordings(const std::vector<std::string>& inputs,
-                                                      std::vector<std::string>& warnings) {
-    std::map<std::string, RecordingFiles> found;
-    int explicit_files = 0;
-    for (const auto& in : inputs) {
-        struct stat st {};
-        if (::stat(in.c_str(), &st) != 0) {
-            warnings.push_back(in + ": not found");
-            continue;
-        }
-        if (!S_ISDIR(st.st_mode)) {
-            const std::string name = base_name(in);
-            if (starts_with(name, "helper.") || starts_with(name, "summary.")) {
-                warnings.push_back(in + ": not a timeline or verdict file; skipped");
-                continue;
-            }
-            // Explicit files: a verdict and a timeline of the same <step>.<host> in one directory pair up;
-            // a file named otherwise is a timeline of its own.
-            const std::string v_stem = verdict_stem(name), t_stem = timeline_stem(name);
-            const std::string stem = v_stem.empty() ? t_stem : v_stem;
-            const std::string key = stem.empty() ? "\x01" + std::to_string(explicit_files++) + ":" + in
-                                                 : "\x01" + in.substr(0, in.size() - name.size()) + stem;
-            (v_stem.empty() ? found[key].timeline : found[key].verdict) = in;
-            found[key].stem = stem;
-            continue;
-        }
-        std::size_t before = found.size();
-        if (DIR* d = ::opendir(in.c_str())) {
-            while (dirent* e = ::readdir(d)) {
-                const std::string name = e->d_name;
-                if (auto stem = verdict_stem(name); !stem.empty())
-                    found[in + '\x1f' + stem].verdict = in + "/" + name,
-                                        found[in + '\x1f' + stem].stem = stem;
-                if (auto stem = timeline_stem(name); !stem.empty())
-                    found[in + '\x1f' + stem].timeline = in + "/" + name,
-                                        found[in + '\x1f' + stem].stem = stem;
-            }
-            ::closedir(d);
-        }
-        if (found.size() == before) warnings.push_back(in + ": no verdict.*.json or timeline.*.jsonl files");
-    }
-    return found;
 }
 
 // "0.gpu-node-05" -> step "0", host "gpu-node-05": who a recording is when its files say nothing.
@@ -170,7 +94,6 @@ NodeRecording load_recording(JobReport& job, const RecordingFiles& files,
         if (read_verdict_file(files.verdict, vf, error)) {
             have_verdict = true;
             node.host = vf.host, node.step_id = vf.step_id, node.verdict = vf.verdict;
-            if (node.timeline_path.empty()) node.timeline_path = vf.timeline_path;
             if (job.job_id.empty()) job.job_id = vf.job_id, job.user = vf.user, job.job_name = vf.job_name;
             for (auto& p : vf.problems) job.warnings.push_back(std::move(p));
             if (vf.stats) node.stats = std::move(*vf.stats), have_stats = true;
@@ -441,6 +364,20 @@ void summarize_steps(JobReport& job) {
     job.hosts = static_cast<int>(hosts.size());
 }
 
+// Every verdict is capped (verdict_file_bounds), and so is the number of recordings per directory; this
+// caps their product: GPU, port and reason rows kept over the whole job (a 16 000-node job of 8 GPUs and
+// 8 ports per node keeps ~260 000). A recording past it keeps its label and says why its rows are gone.
+constexpr std::size_t kMaxJobEntries = 1u << 20;
+
+void within_job_budget(JobReport& scratch, NodeRecording& node, std::atomic<std::size_t>& entries) {
+    const std::size_t n = node.stats.gpus.size() + node.stats.ports.size() + node.verdict.reasons.size();
+    if (entries.fetch_add(n) + n <= kMaxJobEntries) return;
+    scratch.warnings.push_back(node.host + ": over the job's limit of " + std::to_string(kMaxJobEntries) +
+                               " GPU, port and reason rows; this recording's rows are left out");
+    node.stats.gpus.clear(), node.stats.ports.clear(), node.verdict.reasons.clear();
+    node.stats.gpus.shrink_to_fit(), node.stats.ports.shrink_to_fit(), node.verdict.reasons.shrink_to_fit();
+}
+
 // Each recording into its own scratch report (warnings, notes, job identity), merged in file order: the
 // result is the same with 1 thread or 64. A thread's exception (out of memory) fails that recording only.
 void load_recordings(JobReport& job, const std::map<std::string, RecordingFiles>& recordings,
@@ -450,9 +387,11 @@ void load_recordings(JobReport& job, const std::map<std::string, RecordingFiles>
     std::vector<JobReport> scratch(files.size());
     std::vector<NodeRecording> loaded(files.size());
     std::atomic<std::uint64_t> bytes_read{0};
+    std::atomic<std::size_t> entries{0};
     auto load = [&](std::size_t i) {
         try {
             loaded[i] = load_recording(scratch[i], *files[i], options.rules, &bytes_read);
+            within_job_budget(scratch[i], loaded[i], entries);
         } catch (const std::exception& e) {
             scratch[i].warnings.push_back(files[i]->stem + ": not loaded (" + e.what() + ")");
             loaded[i].host = files[i]->stem, loaded[i].incomplete = true;

@@ -15,6 +15,7 @@
 
 #include "helper/node_stats.h"
 #include "helper/replay_timeline.h"
+#include "libstallscope/util/printable.h"
 
 namespace stallscope::cli {
 
@@ -100,7 +101,5 @@ std::string job_report_text(const JobReport& report, const ReportView& view = {}
 
 // Slurm-style host list: gpu-node-[01-03,07],login1 (names sorted naturally, runs of numbers compressed).
 std::string compress_host_list(std::vector<std::string> hosts);
-// Control characters (C0, DEL, C1) as \xNN: names and messages come from files the job user writes.
-std::string printable(const std::string& text);
 
 }  // namespace stallscope::cli

@@ -337,24 +337,6 @@ std::string node_detail(const JobReport& r, const std::string& host) {
 
 }  // namespace
 
-std::string printable(const std::string& text) {
-    std::string out;
-    out.reserve(text.size());
-    for (std::size_t i = 0; i < text.size(); ++i) {
-        const auto c = static_cast<unsigned char>(text[i]);
-        const bool c1 = c == 0xc2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
-                        static_cast<unsigned char>(text[i + 1]) <= 0x9f;
-        if (c < 0x20 || c == 0x7f) {
-            out += format("\\x%02x", c);
-        } else if (c1) {
-            out += format("\\xc2\\x%02x", static_cast<unsigned char>(text[++i]));
-        } else {
-            out += static_cast<char>(c);
-        }
-    }
-    return out;
-}
-
 std::string compress_host_list(std::vector<std::string> hosts) {
     struct Name {
         std::string prefix, digits;

@@ -13,6 +13,7 @@
 #include "helper/cli_args.h"
 #include "helper/replay_timeline.h"
 #include "helper/subcommands.h"
+#include "libstallscope/util/printable.h"
 #include "stallscope_config.h"
 
 namespace {
@@ -174,8 +175,8 @@ Exit status: 0 written, 1 no readable timeline or FILE not writable, 2 usage err
 )"},
     {"compare", R"(Usage: stallscope compare A B [--json] [--html FILE]
 Compare two jobs (yesterday's fast run A with today's slow run B). A and B are each a timeline, a
-stallscope-<jobid> directory, or a job id (its directory is the file= of the stallscope segment in the
-job's AdminComment, from one sacct call).
+stallscope-<jobid> directory, or job:<id> (its directory is the one its AdminComment names, via
+sacct; said on stderr). A bare id works too when no file of that name exists here.
 First whether B is slower, from what was measured: NCCL's own bus bandwidth where both jobs have
 Inspector records of the same collectives, else the durations of the steps both ran (same work
 assumed); "cannot tell" when neither compares. Then why: a reason that fired only in B, or the metric
@@ -263,13 +264,14 @@ int run_command(int argc, char** argv) {
         const std::string help = argc >= 2 && subcommand_help(argv[1])
                                      ? std::string("stallscope ") + argv[1] + " --help"
                                      : std::string("stallscope --help");
-        std::fprintf(stderr, "stallscope: %s (see '%s')\n", e.what(), help.c_str());
+        std::fprintf(stderr, "stallscope: %s (see '%s')\n", stallscope::printable(e.what()).c_str(),
+                     stallscope::printable(help).c_str());
         return 2;
     } catch (const std::runtime_error& e) {
-        std::fprintf(stderr, "stallscope: %s\n", e.what());
+        std::fprintf(stderr, "stallscope: %s\n", stallscope::printable(e.what()).c_str());
         return 1;
     } catch (const std::exception& e) {
-        std::fprintf(stderr, "stallscope: internal error: %s\n", e.what());
+        std::fprintf(stderr, "stallscope: internal error: %s\n", stallscope::printable(e.what()).c_str());
         return 1;
     }
 }

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "helper/json_bounds.h"
 #include "libstallscope/model/json_fields.h"
 #include "libstallscope/timeline/documents.h"
 
@@ -127,6 +128,11 @@ bool read_small_regular_file(const std::string& path, std::size_t max_bytes, std
 bool read_verdict_file(const std::string& path, VerdictFile& out, std::string& error) {
     std::string text;
     if (!read_small_regular_file(path, kMaxVerdictFileBytes, text, error)) return false;
+    std::string why;
+    if (!within_json_bounds(text, verdict_file_bounds(), why)) {
+        error = path + ": " + why + "; not read (a verdict file from a job is bounded)";
+        return false;
+    }
     const Json doc = Json::parse(text, nullptr, /*allow_exceptions=*/false);
     if (doc.is_discarded() || !doc.is_object()) {
         error = path + ": not a valid JSON object (truncated or corrupt); ignored";
@@ -148,7 +154,6 @@ bool read_verdict_file(const std::string& path, VerdictFile& out, std::string& e
     out.job_id = in.string("job_id");
     out.user = in.string("user");
     out.job_name = in.string("job_name");
-    out.timeline_path = in.string("timeline");
     out.verdict = step_verdict_from_json(*verdict, problems);
     out.warnings = in.strings("warnings");
     if (const Json* stats = in.find("node_stats")) {

@@ -23,7 +23,9 @@
 # optionally STALLSCOPE_BIN (the stallscope binary, default /usr/bin/stallscope), STALLSCOPE_EPILOG_DELAY
 # (seconds to wait so the job-complete record reaches slurmdbd first; default 5, as jobstats does) and
 # STALLSCOPE_OUTPUT_BASE (the plugin's output base when it is neither the submit dir nor the work dir,
-# e.g. output_dir=/scratch/%u: set it to /scratch/<user>).
+# e.g. output_dir=/scratch/%u: set it to /scratch/<user>) and STALLSCOPE_EPILOG_LOCK (the lock file that
+# keeps reports one at a time on this controller, default /run/stallscope-slurmctld-epilog.lock: set it
+# to a file SlurmUser can create when SlurmUser is not root).
 #
 # Where the verdict is: the plugin's default (output_dir=submit) is <submit dir>/stallscope-<jobid>, but
 # slurmctld gives this script only the work dir, which differs for jobs submitted with --chdir. So the
@@ -31,8 +33,15 @@
 # environment (StateSaveLocation/hash.<id%10>/job.<id>/environment, SLURM_SUBMIT_DIR), the work dir.
 # Every candidate is user-controlled text, which is fine only because it is read as the job user
 # (runuser): a path the user chose can only show the user's own files, and the segment is sanitized.
+#
+# Bounds: the files are the job's, so the report's reader caps what it takes (GPUs, ports, reasons and
+# nesting per verdict, each file once whatever its hard links, recordings per directory) and, behind
+# that, this script runs it with 2 GiB of address space and 60 s of CPU (prlimit, applied after runuser:
+# runuser's PAM session runs pam_limits, which could raise limits set before it), one thread, 60 s of
+# wall time, and one report at a time on this controller (flock; a job waits up to 120 s for its turn,
+# then gives up and says so): a job array finishing at once cannot run hundreds of them side by side.
 set -u
-PATH=/usr/bin:/bin:/usr/sbin:/sbin
+export PATH=/usr/bin:/bin:/usr/sbin:/sbin  # exported: timeout and runuser search it too
 say() { echo "stallscope-epilog: job ${SLURM_JOB_ID:-?}: $*" >&2; }
 job=${SLURM_JOB_ID:-}
 user=${SLURM_JOB_USER:-}
@@ -70,12 +79,16 @@ case "; $current" in *"; stallscope/"*) exit 0 ;; esac  # the plugin already wro
 # dur=), read-only, as the job user, bounded; a node without a verdict is replayed from its timeline.
 stallscope=${STALLSCOPE_BIN:-/usr/bin/stallscope}
 [ -x "$stallscope" ] || { say "no stallscope binary at $stallscope (STALLSCOPE_BIN)"; exit 0; }
+lock=${STALLSCOPE_EPILOG_LOCK:-/run/stallscope-slurmctld-epilog.lock}
+{ exec 9>>"$lock"; } 2>/dev/null || { say "cannot open the lock $lock (STALLSCOPE_EPILOG_LOCK)"; exit 0; }
+flock -w 120 9 || { say "another job's report held $lock for 120 s; not reading this job's files"; exit 0; }
 segment=
 for d in "${dirs[@]}"; do  # in order of preference: the first directory with a recording wins
-    segment=$(timeout -k 5 60 runuser -u "$user" -- "$stallscope" report --comment --jobs 2 "$d" 2>/dev/null) &&
-        [ -n "$segment" ] && break
+    segment=$(timeout -k 5 60 runuser -u "$user" -- prlimit --as=2147483648 --cpu=60 -- \
+        "$stallscope" report --comment --jobs 1 "$d" 2>/dev/null) && [ -n "$segment" ] && break
     segment=
 done
+exec 9>&-  # the lock covers reading the job's files only
 segment=$(printf '%s' "$segment" | head -n 1 | tr -c '[:print:]' '?' | tr ';' ',' | cut -c1-1024)
 case "$segment" in "stallscope/1 "?*) ;; *) say "no verdict in ${dirs[*]}"; exit 0 ;; esac
 

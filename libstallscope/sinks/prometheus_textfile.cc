@@ -159,7 +159,7 @@ bool PrometheusTextfile::write(const Snapshot& snapshot, const Profile& profile,
         return true;
     }
     const std::string& text = render(snapshot, profile, rates);
-    if (!write_file_atomically(path_, text, options_.fsync, error)) return false;
+    if (!write_file_atomically(path_, text, options_.fsync, error, FileMode::world_readable)) return false;
     last_write_time_ = snapshot.time;
     return true;
 }

@@ -7,13 +7,24 @@
 
 namespace stallscope {
 
-// Writes a temp file in the target's directory, then rename(2)s it over the target, so a reader (a user,
+enum class FileMode {
+    follow_umask,    // 0666 & ~umask: the job's umask decides who reads its verdicts and summaries
+    world_readable,  // 0644 whatever the umask: the Prometheus textfile (node_exporter runs as another user)
+};
+
+// Writes a temp file in the target's directory, then renames it over the target, so a reader (a user,
 // node_exporter's textfile collector) sees the old or the new content, never a torn one. The temp name is
-// `.<basename>.<pid>.tmp`: hidden and not `*.prom`, so the textfile collector never reads a half-written
-// file. Created with O_NOFOLLOW, mode 0644 regardless of umask (node_exporter runs as another user).
-// `sync` adds fsync(2) before the rename (verdicts: yes; a textfile rewritten every interval: no). On
-// failure the temp file is removed and `error` names the path and the reason.
-bool write_file_atomically(const std::string& path, std::string_view data, bool sync, std::string& error);
+// `.<basename>.<pid>.tmp`: hidden and not `*.prom`, so the textfile
+// collector never reads a half-written file.
+// Everything is done by descriptor, because the directory may belong to someone else (an admin writing
+// `report --html` into a job directory as root): the directory is opened component by component with
+// O_NOFOLLOW, following a symlink only when root or we own it (so a user cannot swap a component of
+// their own for a symlink to elsewhere); the temp file is created there with O_EXCL|O_NOFOLLOW (never an
+// existing file, so never a file someone else pre-created: the write fails instead) and renamed within that
+// directory (renameat). `sync` adds fsync(2) before the rename (verdicts: yes; a textfile rewritten every
+// interval: no). On failure the temp file is removed and `error` names the path and the reason.
+bool write_file_atomically(const std::string& path, std::string_view data, bool sync, std::string& error,
+                           FileMode mode = FileMode::follow_umask);
 
 // The temp name write_file_atomically uses for `path` (to clean up after a crash).
 std::string atomic_temp_path(const std::string& path);

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A stand-in for sacct in `stallscope jobs` tests: prints rows in sacct's --parsable2 layout with the
 delimiter it was given, including job names that try to forge rows (newlines, '|') and carry raw ESC
-bytes. FAKE_SACCT_FAIL=1 makes it fail the way sacct does without a configuration (stderr + exit 1).
+bytes (FAKE_SACCT_C1=1 adds a segment with C1 controls). FAKE_SACCT_FAIL=1 makes it fail the way sacct does without a configuration (stderr + exit 1).
 The arguments it got are written to $FAKE_SACCT_ARGS when set."""
 import os
 import sys
@@ -34,6 +34,10 @@ if os.environ.get("FAKE_SACCT_JOB_DIR"):
                  "JS1:other-tool stallscope/1 FAIL_RISK conf=0.94 top=fabric_packet_loss gpus=32 dur=290 "
                  "node=gpu-node-02 file=" + os.environ["FAKE_SACCT_JOB_DIR"] + "/verdict.0.gpu-node-02.json",
                  "llama"])
+# UTF-8-encoded C1 controls (CSI, OSC), %-encoded as a sanitized segment carries them (for `jobs`).
+if os.environ.get("FAKE_SACCT_C1"):
+    rows.append(["104", "eve", "COMPLETED", "00:01:00",
+                 "stallscope/1 SLOW conf=0.50 top=x%C2%9B2J%C2%9D0%3BPWNED%07y gpus=1 dur=60 node=n1", "c1"])
 only = [a.split("=", 1)[1] for a in args if a.startswith("--jobs=")]
 for r in rows:
     if not only or r[0] in only[0].split(","):

@@ -197,12 +197,12 @@ TEST_CASE("jobs: names cannot forge rows, only AdminComment counts, control char
                     {"FAKE_SACCT_ARGS=" + args_file});
     REQUIRE(r.exit_code == 0);
     CHECK(r.out.find("\n999") == std::string::npos);  // never a row of its own
-    CHECK(r.out.find("x\\x0A999|mallory") != std::string::npos);
+    CHECK(r.out.find("x\\x0a999|mallory") != std::string::npos);
     CHECK(count_of(r.out, "\n") == 4);  // header + 3 jobs, the forged line is part of job 101's name
     CHECK(r.out.find("101          mallory") != std::string::npos);
     CHECK(r.out.find("(not recorded by stallscope)") != std::string::npos);
     CHECK(r.out.find('\x1b') == std::string::npos);
-    CHECK(r.out.find("\\x1B[31mred") != std::string::npos);
+    CHECK(r.out.find("\\x1b[31mred") != std::string::npos);
     std::ifstream in(args_file);
     const std::string args((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     CHECK(args.find("--starttime=2026-11-01") != std::string::npos);

@@ -43,8 +43,7 @@ Json document(const VerdictFile& v) {
                       {"job_id", v.job_id},
                       {"user", v.user},
                       {"job_name", v.job_name}};
-    return verdict_document(header, v.verdict, v.timeline_path, v.warnings,
-                            v.stats ? to_json(*v.stats) : Json());
+    return verdict_document(header, v.verdict, "", v.warnings, v.stats ? to_json(*v.stats) : Json());
 }
 
 }  // namespace
