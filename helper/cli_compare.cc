@@ -32,8 +32,14 @@ std::string job_directory(const std::string& id, const std::string& sacct) {
     if (seg->file.empty())
         throw std::runtime_error("compare: job " + id +
                                  ": its AdminComment names no verdict file (comment too long)");
+    // file= names summary.json or a verdict file, or the job directory itself (what `report --comment`
+    // and the slurmctld epilog write when there is no summary): a directory is the job's, not its parent.
+    struct stat named {};
+    const bool is_dir = ::stat(seg->file.c_str(), &named) == 0 && S_ISDIR(named.st_mode);
     const auto slash = seg->file.rfind('/');
-    const std::string dir = slash == std::string::npos ? "." : seg->file.substr(0, slash == 0 ? 1 : slash);
+    const std::string dir = is_dir                       ? seg->file
+                            : slash == std::string::npos ? "."
+                                                         : seg->file.substr(0, slash == 0 ? 1 : slash);
     std::fprintf(stderr, "stallscope: compare: job %s: reading %s (the directory its AdminComment names)\n",
                  printable(id).c_str(), printable(dir).c_str());
     return dir;

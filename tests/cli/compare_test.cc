@@ -128,3 +128,13 @@ TEST_CASE("compare: garbage or another schema as A or B is an error (exit 1, on 
         CHECK(r.out.empty());
     }
 }
+
+TEST_CASE("compare: a job id whose AdminComment file= is the job directory reads that directory") {
+    // Audit finding 8: the parent of file= was taken, so a directory (the epilog's file=) missed.
+    const std::string sacct = std::string(STALLSCOPE_SOURCE_DIR) + "/tests/cli/fake_sacct.py";
+    const auto r = run_process({STALLSCOPE_EXE, "compare", kJob4242, "105", "--sacct", sacct, "--json"},
+                               {"FAKE_SACCT_JOB_DIR=" + kJob4242});
+    REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+    CHECK(Json::parse(r.out)["b"]["job_id"] == "4242");
+    CHECK(r.err.find("reading " + kJob4242 + " (") != std::string::npos);
+}
