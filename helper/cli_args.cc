@@ -104,4 +104,17 @@ long parse_count(const std::string& option, const std::string& text) {
     return static_cast<long>(*v);
 }
 
+std::optional<std::string> output_file_option(const ParsedArgs& args) {
+    std::optional<std::string> file;
+    for (const char* name : {"o", "output", "html"}) {
+        const auto v = args.value(name);
+        if (!v) continue;
+        const std::string spelled = std::string(name) == "o" ? "-o" : "--" + std::string(name);
+        if (v->empty()) throw UsageError(spelled + " needs a file name");
+        if (file && *file != *v) throw UsageError("-o, --output and --html name one file: give it once");
+        file = v;
+    }
+    return file;
+}
+
 }  // namespace stallscope::cli

@@ -32,4 +32,10 @@ ParsedArgs parse_args(int argc, char** argv, int first, const std::set<std::stri
 double parse_seconds(const std::string& option, const std::string& text, double min, double max);
 long parse_count(const std::string& option, const std::string& text);
 
+// The page written by `report`, `html` and `compare`: `-o FILE`, `--output FILE` and `--html FILE` are
+// one option under three names (each command used to take only some). Empty when none is given;
+// UsageError for an empty FILE or two different ones.
+inline const std::set<std::string> kOutputFileOptions = {"o", "output", "html"};
+std::optional<std::string> output_file_option(const ParsedArgs& args);
+
 }  // namespace stallscope::cli

@@ -32,8 +32,14 @@ std::string job_directory(const std::string& id, const std::string& sacct) {
     if (seg->file.empty())
         throw std::runtime_error("compare: job " + id +
                                  ": its AdminComment names no verdict file (comment too long)");
+    // file= names summary.json or a verdict file, or the job directory itself (what `report --comment`
+    // and the slurmctld epilog write when there is no summary): a directory is the job's, not its parent.
+    struct stat named {};
+    const bool is_dir = ::stat(seg->file.c_str(), &named) == 0 && S_ISDIR(named.st_mode);
     const auto slash = seg->file.rfind('/');
-    const std::string dir = slash == std::string::npos ? "." : seg->file.substr(0, slash == 0 ? 1 : slash);
+    const std::string dir = is_dir                       ? seg->file
+                            : slash == std::string::npos ? "."
+                                                         : seg->file.substr(0, slash == 0 ? 1 : slash);
     std::fprintf(stderr, "stallscope: compare: job %s: reading %s (the directory its AdminComment names)\n",
                  printable(id).c_str(), printable(dir).c_str());
     return dir;
@@ -78,14 +84,16 @@ JobSide load_side(const std::string& input, const std::string& sacct) {
 }  // namespace
 
 int run_compare(int argc, char** argv, int first) {
-    const ParsedArgs args = parse_args(argc, argv, first, {"html", "sacct"}, {"json"});
+    std::set<std::string> with_value = {"sacct"};
+    with_value.insert(kOutputFileOptions.begin(), kOutputFileOptions.end());
+    const ParsedArgs args = parse_args(argc, argv, first, with_value, {"json"});
     if (args.positional.size() != 2)
         throw UsageError("compare needs exactly two inputs: A B (timelines, job directories or job ids)");
     const std::string sacct = args.value("sacct").value_or("sacct");
-    if (args.has("html") && args.value("html")->empty()) throw UsageError("--html needs a file name");
+    const auto html = output_file_option(args);
     const Comparison c =
         compare_jobs(load_side(args.positional[0], sacct), load_side(args.positional[1], sacct));
-    if (auto html = args.value("html")) {
+    if (html) {
         std::string error;
         if (!write_file_atomically(*html, comparison_html(c), false, error)) {
             std::fprintf(stderr, "stallscope: compare: %s\n", printable(error).c_str());

@@ -78,8 +78,24 @@ int run_record(int argc, char** argv, int first) {
                     "alert-webhook-url", "rules", "driver-timeout", "merge-wait-seconds", "timeline-format"},
                    {"job-writer"});
     if (!args.positional.empty()) throw UsageError("unexpected argument '" + args.positional.front() + "'");
-    const auto requested_dir = args.value("out-dir");
+    // 2 (default): timeline.<step>.<host>.jsonl.zst (changes, compressed); 1: .jsonl (every counter in
+    // every line, for tools that read the plain lines). Checked before anything is created.
+    const auto format_option = args.value("timeline-format");
+    if (format_option && *format_option != "1" && *format_option != "2")
+        throw UsageError("--timeline-format must be 1 or 2");
+    const TimelineFormat format =
+        format_option && *format_option == "1" ? TimelineFormat::jsonl_v1 : TimelineFormat::zstd_v2;
+    auto requested_dir = args.value("out-dir");
     if (!requested_dir) throw UsageError("record needs --out-dir DIR");
+    // A relative DIR is where the person typing it is: resolved against the working directory here (the
+    // output-dir check takes absolute paths only, and would otherwise fall back to $TMPDIR).
+    if (!requested_dir->empty() && requested_dir->front() != '/') {
+        char cwd[4096];
+        if (::getcwd(cwd, sizeof cwd) == nullptr)
+            throw UsageError("--out-dir " + *requested_dir +
+                             ": relative, and the working directory is unknown");
+        requested_dir = std::string(cwd) + "/" + *requested_dir;
+    }
     const double interval =
         args.has("interval-seconds")
             ? parse_seconds("interval-seconds", *args.value("interval-seconds"), 0.01, 86400)
@@ -130,13 +146,6 @@ int run_record(int argc, char** argv, int first) {
     Snapshot snap = sampler.sample();
     const std::string stem = file_name_part(snap.context.step_id.empty() ? "0" : snap.context.step_id) + "." +
                              file_name_part(snap.host);
-    // 2 (default): timeline.<step>.<host>.jsonl.zst (changes, compressed); 1: .jsonl (every counter in
-    // every line, for tools that read the plain lines).
-    const auto format_option = args.value("timeline-format");
-    if (format_option && *format_option != "1" && *format_option != "2")
-        throw UsageError("--timeline-format must be 1 or 2");
-    const TimelineFormat format =
-        format_option && *format_option == "1" ? TimelineFormat::jsonl_v1 : TimelineFormat::zstd_v2;
     const std::string timeline_path = out.path + "/timeline." + stem + timeline_suffix(format);
     // Our diagnostics go to a log next to the timeline (the plugin gives us /dev/null as stderr).
     const std::string log_path = out.path + "/helper." + stem + ".log";

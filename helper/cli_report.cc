@@ -26,17 +26,14 @@ bool is_directory(const std::string& path) {
 // `report --comment`: the job's comment segment as the job's writer composes it (job_finish.h), for
 // whoever writes the comment after the job (contrib/slurm/slurmctld-epilog.sh: the plugin cannot update
 // a job that scancel or its time limit ended). Read-only; file= names summary.json when there is one.
+// missing= is the report's missing_nodes: a timeline that ends with its verdict line is not missing
+// because no verdict.json sits beside it, and a helper still recording is not missing at all.
 int print_comment_segment(const JobReport& report, const std::vector<std::string>& inputs) {
-    std::vector<std::string> missing;
     std::string file;
-    for (const std::string& input : inputs) {
-        if (!is_directory(input)) continue;
-        const auto dead = hosts_without_verdict(input);  // a timeline and no verdict, after the job
-        missing.insert(missing.end(), dead.begin(), dead.end());
-        if (file.empty())
+    for (const std::string& input : inputs)
+        if (file.empty() && is_directory(input))
             file = ::access((input + "/summary.json").c_str(), R_OK) == 0 ? input + "/summary.json" : input;
-    }
-    const JobCommentFacts facts = job_comment_facts(report, missing, file);
+    const JobCommentFacts facts = job_comment_facts(report, {}, file);
     std::printf("%s\n", compose_job_comment_segment(facts).c_str());
     return 0;
 }
@@ -44,12 +41,14 @@ int print_comment_segment(const JobReport& report, const std::vector<std::string
 }  // namespace
 
 int run_report(int argc, char** argv, int first) {
-    const ParsedArgs args =
-        parse_args(argc, argv, first, {"node", "top", "html", "rules", "jobs"}, {"json", "all", "comment"});
+    std::set<std::string> with_value = {"node", "top", "rules", "jobs"};
+    with_value.insert(kOutputFileOptions.begin(), kOutputFileOptions.end());
+    const ParsedArgs args = parse_args(argc, argv, first, with_value, {"json", "all", "comment"});
+    const auto html = output_file_option(args);
     if (args.positional.empty())
         throw UsageError(
             "report needs a stallscope-<jobid> directory or timeline/verdict files (see report --help)");
-    if (args.has("comment") && (args.has("json") || args.has("html") || args.has("node") || args.has("all")))
+    if (args.has("comment") && (args.has("json") || html || args.has("node") || args.has("all")))
         throw UsageError(
             "--comment prints only the job's comment segment: drop --json, --html, --node, --all");
     ReportView view;
@@ -80,7 +79,7 @@ int run_report(int argc, char** argv, int first) {
         for (const auto& w : report.warnings) std::fprintf(stderr, "stallscope: %s\n", printable(w).c_str());
         return print_comment_segment(report, args.positional);
     }
-    if (auto html = args.value("html")) {
+    if (html) {
         std::string error;
         ProgressBar charting("timelines charted");
         const bool written =

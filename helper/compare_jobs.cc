@@ -53,7 +53,7 @@ std::vector<std::pair<double, bool>> job_values(const JobSide& side) {
         if (p.loss_per_million_packets) loss = std::max(loss, *p.loss_per_million_packets);
     }
     const double seconds = std::max(1.0, r.verdict.duration_seconds());
-    const double nodes = static_cast<double>(std::max<std::size_t>(r.nodes.size(), 1));
+    const double nodes = static_cast<double>(std::max(r.hosts, 1));
     const bool ports = !r.ports.empty();
     return {{mean_of(util), !util.empty()},
             {mean_of(sm), !sm.empty()},
@@ -75,7 +75,7 @@ std::vector<MetricDelta> metric_table() {
             metric("gpu_power_w", "GPU power", "W", -1),
             metric("gpu_throttled_pct", "GPU samples throttled", "%", +1),
             metric("gpu_idle_pct", "GPU samples idle", "%", +1),
-            metric("fabric_gbps_per_node", "RDMA traffic per node", "Gbit/s", -1),
+            metric("fabric_gbps_per_node", "RDMA traffic per node", "Gbit/s", 0),
             metric("cnp_per_second", "congestion notifications (CNP)", "/s", +1),
             metric("pause_pct", "PFC pause occupancy (worst port)", "%", +1),
             metric("loss_per_million", "RDMA packets lost (worst port)", "per M", +1),
@@ -102,33 +102,78 @@ std::string metric_sentence(const MetricDelta& m) {
            " in A to " + fmt(m.b) + " " + m.unit + " in B";
 }
 
+// A gap in what was measured says what is not known, never why a job is slow.
+bool is_data_quality(const Reason& r) {
+    return r.category == "telemetry" || r.category == "profiler";
+}
+
+const MetricDelta* most_against_b(const std::vector<MetricDelta>& metrics) {
+    const MetricDelta* worst = nullptr;
+    for (const auto& m : metrics)
+        if (m.badness() >= kNoticeable && (!worst || m.badness() > worst->badness())) worst = &m;
+    return worst;
+}
+
+// What differs, for a B that is not (or not known to be) slower: facts, not causes; the reasons about
+// B's performance only (a gap in its data is in the reasons list, not offered as a difference).
+std::string differences(const Comparison& c) {
+    std::string out;
+    for (const auto& code : c.reasons_only_b) {
+        const auto& reasons = c.b.report.verdict.reasons;
+        const auto it = std::find_if(reasons.begin(), reasons.end(),
+                                     [&](const ReasonSummary& r) { return r.reason.code == code; });
+        if (it != reasons.end() && is_data_quality(it->reason)) continue;
+        out += (out.empty() ? "reasons only in B: " : " ") + code;
+    }
+    std::size_t named = 0;
+    for (const auto& m : c.metrics)
+        if (m.a_measured && m.b_measured && std::fabs(m.relative()) >= kNoticeable &&
+            std::fabs(m.delta()) >= (m.unit == "%" ? 2.0 : 0.5) && named++ < 3)
+            out += (out.empty() ? "" : "; ") + metric_sentence(m);
+    return out;
+}
+
 void explain(Comparison& c) {
-    // 1. A reason that pushes B's label and is absent from A: the most direct evidence.
+    c.speed = measure_speed(c.a.report, c.b.report, c.a.busbw, c.b.busbw);
+    const MetricDelta* worst = most_against_b(c.metrics);
+    switch (c.speed.speed) {
+        case Speed::slower:
+            break;
+        case Speed::faster:
+            c.because = "B is not slower than A: it is faster (" + c.speed.detail + ")";
+            c.evidence = differences(c);
+            return;
+        case Speed::same:
+            c.because = "B is as fast as A (" + c.speed.detail + ")";
+            c.evidence = differences(c);
+            return;
+        case Speed::unknown:
+            c.because = "Cannot tell whether B is slower than A: " + c.speed.detail;
+            c.evidence = differences(c);
+            if (!c.evidence.empty()) c.evidence = "differences (not a measure of speed): " + c.evidence;
+            return;
+    }
+    // B is slower: 1. a reason that pushes B's label and is absent from A, the most direct evidence.
     for (const auto& s : c.b.report.verdict.reasons) {
-        if (s.reason.severity == "info" || std::find(c.reasons_only_b.begin(), c.reasons_only_b.end(),
-                                                     s.reason.code) == c.reasons_only_b.end())
+        if (s.reason.severity == "info" || is_data_quality(s.reason) ||
+            std::find(c.reasons_only_b.begin(), c.reasons_only_b.end(), s.reason.code) ==
+                c.reasons_only_b.end())
             continue;
-        c.because = "B is slower because " + s.reason.code + " fired in B (not in A)" +
+        c.because = "B is slower than A because " + s.reason.code + " fired in B (not in A)" +
                     (s.reason.subject.empty() ? "" : " on " + s.reason.subject) + ": " + s.reason.message;
         c.evidence = "reason " + s.reason.code + " in " + fmt(s.share * 100) + " % of B's step";
-        const MetricDelta* worst = nullptr;
-        for (const auto& m : c.metrics)
-            if (m.badness() >= kNoticeable && (!worst || m.badness() > worst->badness())) worst = &m;
         if (worst) c.evidence += "; " + metric_sentence(*worst);
         return;
     }
     // 2. Otherwise the metric that moved most against B.
-    const MetricDelta* worst = nullptr;
-    for (const auto& m : c.metrics)
-        if (m.badness() >= kNoticeable && (!worst || m.badness() > worst->badness())) worst = &m;
     if (worst) {
-        c.because = "B is slower because " + metric_sentence(*worst) + " (no reason fired only in B)";
+        c.because = "B is slower than A because " + metric_sentence(*worst) + " (no reason fired only in B)";
         c.evidence = worst->key + ": " + fmt(worst->a) + " -> " + fmt(worst->b) + " " + worst->unit;
         return;
     }
     c.because =
-        "No evidence that B is slower than A: no metric moved by 10 % or more against B and no reason "
-        "fired only in B";
+        "B is slower than A, and nothing recorded explains it: no reason fired only in B and no metric moved "
+        "by 10 % or more against B";
     c.evidence = "";
 }
 
@@ -168,19 +213,22 @@ double MetricDelta::badness() const {
 
 Comparison compare_jobs(JobSide a, JobSide b) {
     Comparison c;
-    // Aligned by step start: equal bucket lengths, the shorter job gets proportionally fewer buckets.
-    const double da = std::max(1.0, a.report.verdict.duration_seconds());
-    const double db = std::max(1.0, b.report.verdict.duration_seconds());
-    const double longest = std::max(da, db);
-    auto most_samples = [](const JobReport& r) {
-        int n = 1;
-        for (const auto& node : r.nodes) n = std::max(n, node.verdict.samples);
-        return static_cast<double>(n);
-    };
-    const double total =
-        std::min<double>(kBuckets, da >= db ? most_samples(a.report) : most_samples(b.report));
-    a.series = collect_job_series(a.report, std::max<std::size_t>(1, std::lround(total * da / longest)));
-    b.series = collect_job_series(b.report, std::max<std::size_t>(1, std::lround(total * db / longest)));
+    // Aligned by their start: equal bucket lengths (the longer of the two jobs' own), each job as many
+    // buckets as its span needs.
+    SeriesAxis axis_a = job_time_axis(a.report, kBuckets), axis_b = job_time_axis(b.report, kBuckets);
+    const double bucket_seconds = std::max(axis_a.bucket_seconds, axis_b.bucket_seconds);
+    for (auto [axis, report] : {std::pair{&axis_a, &a.report}, std::pair{&axis_b, &b.report}}) {
+        axis->bucket_seconds = bucket_seconds;
+        axis->buckets = static_cast<std::size_t>(
+            std::clamp(std::round(report->verdict.duration_seconds() / bucket_seconds) + 1, 1.0,
+                       static_cast<double>(kBuckets)));
+    }
+    a.series = collect_job_series(a.report, axis_a);
+    b.series = collect_job_series(b.report, axis_b);
+    for (auto* side : {&a, &b})
+        for (const auto& n : side->series.nodes)
+            for (const auto& [key, bw] : n.nccl_busbw_gbs)
+                side->busbw[key].first += bw.first, side->busbw[key].second += bw.second;
     c.a = std::move(a), c.b = std::move(b);
     c.metrics = metric_table();
     const auto va = job_values(c.a), vb = job_values(c.b);
@@ -202,7 +250,8 @@ Json comparison_json(const Comparison& c) {
                     {"job_id", s.report.job_id},
                     {"job_name", s.report.job_name},
                     {"label", s.report.verdict.label},
-                    {"nodes", s.report.nodes.size()},
+                    {"nodes", s.report.hosts},
+                    {"steps", s.report.steps},
                     {"gpus", s.report.gpus.size()},
                     {"duration_seconds", s.report.verdict.duration_seconds()},
                     {"start", format_rfc3339(s.report.verdict.start_time)}};
@@ -218,6 +267,15 @@ Json comparison_json(const Comparison& c) {
                  {"b", m.b_measured ? Json(rounded(m.b)) : Json(nullptr)},
                  {"delta", m.a_measured && m.b_measured ? Json(rounded(m.delta())) : Json(nullptr)},
                  {"worse_in_b", m.badness() >= kNoticeable}});
+    const SpeedMeasure& sp = c.speed;
+    o["speed"] =
+        Json{{"b_against_a", speed_name(sp.speed)},
+             {"basis", sp.basis.empty() ? Json(nullptr) : Json(sp.basis)},
+             {"a", sp.basis.empty() ? Json(nullptr) : Json(rounded(sp.a))},
+             {"b", sp.basis.empty() ? Json(nullptr) : Json(rounded(sp.b))},
+             {"unit", sp.unit},
+             {"relative", sp.basis.empty() ? Json(nullptr) : Json(std::round(sp.relative * 1000) / 1000)},
+             {"detail", sp.detail}};
     o["reasons_only_in_a"] = c.reasons_only_a;
     o["reasons_only_in_b"] = c.reasons_only_b;
     o["reasons_in_both"] = c.reasons_both;
@@ -233,36 +291,52 @@ Json comparison_json(const Comparison& c) {
     return o;
 }
 
+// Job names, hosts and reason messages come from files the job user writes: every line goes through
+// printable() (no terminal escape reaches an admin's terminal).
 std::string comparison_text(const Comparison& c) {
-    char buf[256];
+    char buf[512];
     std::string out;
-    auto line = [&](const char* tag, const JobSide& s) {
-        std::snprintf(buf, sizeof buf, "%s: job %s (%s) %s, %zu node(s), %zu GPU(s), %.0f s from %s\n", tag,
-                      s.report.job_id.empty() ? "?" : s.report.job_id.c_str(), s.report.job_name.c_str(),
-                      s.report.verdict.label.c_str(), s.report.nodes.size(), s.report.gpus.size(),
-                      s.report.verdict.duration_seconds(),
-                      format_rfc3339(s.report.verdict.start_time).c_str());
-        out += buf;
+    auto emit = [&](const std::string& line) { out += printable(line) + "\n"; };
+    auto side_line = [&](const char* tag, const JobSide& s) {
+        std::snprintf(
+            buf, sizeof buf, "%s: job %s (%s) %s, %d node(s), %d step(s), %zu GPU(s), %.0f s from %s", tag,
+            s.report.job_id.empty() ? "?" : s.report.job_id.c_str(), s.report.job_name.c_str(),
+            s.report.verdict.label.c_str(), s.report.hosts, s.report.steps, s.report.gpus.size(),
+            s.report.verdict.duration_seconds(), format_rfc3339(s.report.verdict.start_time).c_str());
+        emit(buf);
     };
-    line("A", c.a);
-    line("B", c.b);
-    out += "\n" + c.because + "\n";
-    if (!c.evidence.empty()) out += "  evidence: " + c.evidence + "\n";
-    out += "\nmetric (mean over the step)             A          B      delta\n";
+    side_line("A", c.a);
+    side_line("B", c.b);
+    out += "\n";
+    emit(c.because);
+    if (c.speed.speed == Speed::slower) emit("  measured: " + c.speed.detail);
+    if (!c.evidence.empty()) emit("  evidence: " + c.evidence);
+    // One format for the header and the rows: the titles sit over their numbers.
+    constexpr const char* kRow = "  %-36s %10s %10s %10s  %s";
+    out += "\n";
+    std::snprintf(buf, sizeof buf, kRow, "metric (mean over the step)", "A", "B", "delta", "");
+    emit(buf);
     for (const auto& m : c.metrics) {
         if (!m.a_measured && !m.b_measured) continue;
         auto cell = [](bool measured, double v) { return measured ? fmt(v) : std::string("-"); };
-        std::snprintf(
-            buf, sizeof buf, "  %-36s %9s %10s %10s %s%s\n", (m.title + " " + m.unit).c_str(),
-            cell(m.a_measured, m.a).c_str(), cell(m.b_measured, m.b).c_str(),
-            m.a_measured && m.b_measured ? ((m.delta() > 0 ? "+" : "") + fmt(m.delta())).c_str() : "-",
-            m.badness() >= kNoticeable ? "  worse in B" : "", "");
-        out += buf;
+        const bool both = m.a_measured && m.b_measured;
+        // The direction only: whether a change is good or bad depends on whether B is slower at all.
+        const char* moved = !both || std::fabs(m.relative()) < kNoticeable ||
+                                    std::fabs(m.delta()) < (m.unit == "%" ? 2.0 : 0.5)
+                                ? ""
+                            : m.delta() > 0 ? "higher in B"
+                                            : "lower in B";
+        const std::string delta = both ? (m.delta() > 0 ? "+" : "") + fmt(m.delta()) : "-";
+        std::snprintf(buf, sizeof buf, kRow, (m.title + " " + m.unit).c_str(),
+                      cell(m.a_measured, m.a).c_str(), cell(m.b_measured, m.b).c_str(), delta.c_str(), moved);
+        std::string row = buf;
+        while (!row.empty() && row.back() == ' ') row.pop_back();
+        emit(row);
     }
     auto list = [&](const char* title, const std::vector<std::string>& codes) {
-        out += title;
-        for (const auto& code : codes) out += " " + code;
-        out += codes.empty() ? " (none)\n" : "\n";
+        std::string line = title;
+        for (const auto& code : codes) line += " " + code;
+        emit(line + (codes.empty() ? " (none)" : ""));
     };
     out += "\n";
     list("reasons only in A:", c.reasons_only_a);
@@ -272,9 +346,12 @@ std::string comparison_text(const Comparison& c) {
 }
 
 std::string comparison_html(const Comparison& c) {
-    std::string body = "<header><h1>stallscope compare: A " + svg::escape(c.a.report.job_id) + " vs B " +
-                       svg::escape(c.b.report.job_id) + "</h1><p id=because><b>" + svg::escape(c.because) +
-                       "</b></p><p class=ev>" + svg::escape(c.evidence) + "</p></header>";
+    std::string body =
+        "<header><h1>stallscope compare: A " + svg::escape(c.a.report.job_id) + " vs B " +
+        svg::escape(c.b.report.job_id) + "</h1><p id=because><b>" + svg::escape(c.because) + "</b></p>" +
+        (c.speed.speed == Speed::slower ? "<p id=measured>measured: " + svg::escape(c.speed.detail) + "</p>"
+                                        : "") +
+        "<p class=ev>" + svg::escape(c.evidence) + "</p></header>";
     std::vector<std::vector<svg::Cell>> rows;
     for (const auto& m : c.metrics) {
         if (!m.a_measured && !m.b_measured) continue;
@@ -282,12 +359,14 @@ std::string comparison_html(const Comparison& c) {
                         m.a_measured ? svg::num(m.a, 2) : svg::text("-"),
                         m.b_measured ? svg::num(m.b, 2) : svg::text("-"),
                         m.a_measured && m.b_measured ? svg::num(m.delta(), 2) : svg::text("-"),
-                        svg::text(m.badness() >= kNoticeable ? "worse in B" : "")});
+                        svg::text(m.badness() >= kNoticeable ? "against B" : "")});
     }
     body += "<h2>Metrics</h2>" + svg::table("compare-table", {"metric", "unit", "A", "B", "B - A", ""}, rows);
     const Json j = comparison_json(c);
+    // The x axis runs from the first bucket's centre to the last one's (as on the job page).
     const double seconds =
-        c.a.series.bucket_seconds * static_cast<double>(std::max(c.a.series.buckets, c.b.series.buckets));
+        c.a.series.bucket_seconds *
+        static_cast<double>(std::max<std::size_t>(std::max(c.a.series.buckets, c.b.series.buckets) - 1, 1));
     body += "<h2>Aligned by step start</h2>";
     const std::pair<const char*, const char*> charts[] = {{"gpu_util_pct", "Mean GPU utilization"},
                                                           {"gpu_sm_clock_mhz", "Mean SM clock"},

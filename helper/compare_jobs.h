@@ -1,11 +1,14 @@
-// `stallscope compare A B`: two jobs (or two recordings of one job's steps) side by side. Both are
-// aligned by their step start; every metric is a mean over the recording, so jobs of different length
-// compare; the delta is B - A. The "why" names the reason or metric that moved most against B.
+// `stallscope compare A B`: two jobs (or two recordings of one job's steps) side by side. First whether B
+// is slower, from what was measured (compare_speed.h); then why: the reason that fired only in B, or the
+// metric that moved most against B - never a gap in the data (recording_incomplete, telemetry_missing:
+// they say what is not known, not what is slow). Both are aligned by their start; every metric is a mean
+// over the recording, so jobs of different length compare; the delta is B - A.
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include "helper/compare_speed.h"
 #include "helper/html_report_series.h"
 #include "helper/job_report.h"
 
@@ -15,7 +18,9 @@ struct MetricDelta {
     std::string key, title, unit;
     double a = 0, b = 0;
     bool a_measured = false, b_measured = false;
-    int worse_when = -1;  // -1: lower is worse (utilization), +1: higher is worse (pressure, loss)
+    // -1: lower is worse (utilization), +1: higher is worse (pressure, loss), 0: neither (RDMA bytes follow
+    // the work and the node: a node without RDMA ports moves none and is not slower for it).
+    int worse_when = -1;
     double delta() const { return b - a; }
     double relative() const;  // (b - a) / |a|, 0 when a is 0
     // How much worse B is, in relative terms (0 when better or unchanged, or not measured in both).
@@ -25,15 +30,17 @@ struct MetricDelta {
 struct JobSide {
     std::string input;  // as given
     JobReport report;
-    JobSeries series;  // aligned: both sides use the same bucket length
+    JobSeries series;    // aligned: both sides use the same bucket length
+    BusBandwidth busbw;  // the series' NCCL bus bandwidth, every host together
 };
 
 struct Comparison {
     JobSide a, b;
     std::vector<MetricDelta> metrics;
     std::vector<std::string> reasons_only_a, reasons_only_b, reasons_both;  // reason codes
-    std::string because;  // one line: "B is slower because ..."
-    std::string evidence;
+    SpeedMeasure speed;
+    std::string because;   // one line: "B is slower than A because ...", "B is as fast as A", ...
+    std::string evidence;  // what backs it: the reason's share, the metric that moved
 };
 
 // Both reports must have nodes. Replays both once more for the aligned series.

@@ -21,10 +21,22 @@ std::vector<double> values_of(const BucketedSeries& s, std::size_t buckets) {
     return out;
 }
 
+// Where each step starts, when there are several (one line per host runs through all of them).
+std::vector<svg::Mark> step_marks(const JobSeries& s) {
+    std::vector<svg::Mark> marks;
+    if (s.steps.size() > 1)
+        for (const auto& step : s.steps)
+            marks.push_back(
+                {step.start_time - s.start_time, step.end_time - s.start_time, "step " + step.step_id});
+    return marks;
+}
+
 std::string header(const JobReport& r) {
     char buf[256];
-    std::snprintf(buf, sizeof buf, "%zu node(s), %zu GPU(s), %.0f s recorded, %d samples, confidence %.2f",
-                  r.nodes.size(), r.gpus.size(), r.verdict.duration_seconds(), r.verdict.samples,
+    // Hosts, not recordings: a host that ran two steps is one node.
+    std::snprintf(buf, sizeof buf,
+                  "%d node(s), %d step(s), %zu GPU(s), %.0f s recorded, %d samples, confidence %.2f", r.hosts,
+                  r.steps, r.gpus.size(), r.verdict.duration_seconds(), r.verdict.samples,
                   r.verdict.confidence);
     std::string out = "<header><h1>stallscope: job " + svg::escape(r.job_id.empty() ? "?" : r.job_id) + " " +
                       svg::escape(r.job_name) + " <span class='badge " + svg::escape(r.verdict.label) +
@@ -70,8 +82,9 @@ std::string gpu_charts(const JobReport& r, const JobSeries& s, double seconds) {
             power.push_back({prefix + "GPU " + std::to_string(index), values_of(series, s.buckets), marked});
     }
     if (util.empty()) return "<h2>GPUs</h2><p>No GPU was measured in this recording.</p>";
-    return "<h2>GPUs</h2>" + svg::line_chart("gpu-util", "GPU utilization", {seconds, "%", 100}, util) +
-           svg::line_chart("gpu-power", "GPU power", {seconds, "W", 0}, power);
+    return "<h2>GPUs</h2>" +
+           svg::line_chart("gpu-util", "GPU utilization", {seconds, "%", 100, step_marks(s)}, util) +
+           svg::line_chart("gpu-power", "GPU power", {seconds, "W", 0, step_marks(s)}, power);
 }
 
 std::string fabric_chart(const JobReport& r, const JobSeries& s, double seconds) {
@@ -82,8 +95,8 @@ std::string fabric_chart(const JobReport& r, const JobSeries& s, double seconds)
             lines.push_back({name, values_of(series, s.buckets), name == r.worst_port});
         }
     if (lines.empty()) return "<h2>Fabric</h2><p>No RDMA port was measured in this recording.</p>";
-    return "<h2>Fabric</h2>" +
-           svg::line_chart("fabric-rates", "RDMA port traffic, rx + tx", {seconds, "Gbit/s", 0}, lines);
+    return "<h2>Fabric</h2>" + svg::line_chart("fabric-rates", "RDMA port traffic, rx + tx",
+                                               {seconds, "Gbit/s", 0, step_marks(s)}, lines);
 }
 
 std::string heatmap_section(const JobReport& r, const JobSeries& s, double seconds) {
@@ -110,27 +123,30 @@ std::string tables(const JobReport& r) {
                          svg::num(n.verdict.confidence, 2), svg::num(n.verdict.samples, 0),
                          opt(n.mean_gpu_util_pct, 2)});
     for (const auto& g : r.gpus)
-        gpus.push_back({svg::text(g.host), svg::num(g.index, 0), svg::text(g.name), opt(g.mean_util_pct, 2),
-                        opt(g.mean_sm_active_pct, 2), opt(g.mean_tensor_active_pct, 2),
-                        opt(g.mean_dram_bandwidth_pct, 2), opt(g.mean_memory_pct, 2), opt(g.mean_power_w, 2),
-                        opt(g.max_temperature_c, 2), opt(g.throttle_share, 2, 100),
-                        opt(g.idle_share, 2, 100)});
+        gpus.push_back({svg::text(g.host), svg::text(g.step_id), svg::num(g.index, 0), svg::text(g.name),
+                        opt(g.mean_util_pct, 2), opt(g.mean_sm_active_pct, 2),
+                        opt(g.mean_tensor_active_pct, 2), opt(g.mean_dram_bandwidth_pct, 2),
+                        opt(g.mean_memory_pct, 2), opt(g.mean_power_w, 2), opt(g.max_temperature_c, 2),
+                        opt(g.throttle_share, 2, 100), opt(g.idle_share, 2, 100)});
     for (const auto& p : r.ports)
-        ports.push_back({svg::text(p.host), svg::text(p.port), svg::text(p.netdev), opt(p.rx_bytes, 3, 1e-9),
-                         opt(p.tx_bytes, 3, 1e-9), opt(p.cnp_per_second, 2), opt(p.ecn_marked_per_second, 2),
-                         opt(p.pause_occupancy, 2, 100), opt(p.loss_per_million_packets, 2)});
+        ports.push_back({svg::text(p.host), svg::text(p.step_id), svg::text(p.port), svg::text(p.netdev),
+                         opt(p.rx_bytes, 3, 1e-9), opt(p.tx_bytes, 3, 1e-9), opt(p.cnp_per_second, 2),
+                         opt(p.ecn_marked_per_second, 2), opt(p.pause_occupancy, 2, 100),
+                         opt(p.loss_per_million_packets, 2)});
     std::string out =
         "<h2>Tables</h2><p class=ev>Click a column header to sort.</p>" +
-        svg::table("nodes-table", {"host", "step", "label", "confidence", "samples", "GPU util %"}, nodes);
+        svg::table("nodes-table", {"host", "step", "label", "confidence", "samples", "GPU util %"}, nodes,
+                   "Nodes: one row per host and step");
     if (!gpus.empty())
         out += svg::table("gpus-table",
-                          {"host", "gpu", "name", "util %", "SM %", "tensor %", "DRAM %", "memory %",
+                          {"host", "step", "gpu", "name", "util %", "SM %", "tensor %", "DRAM %", "memory %",
                            "power W", "max temp C", "throttled %", "idle %"},
-                          gpus);
+                          gpus, "GPUs: means over each step");
     if (!ports.empty())
-        out += svg::table("ports-table",
-                          {"host", "port", "netdev", "rx GB", "tx GB", "CNP/s", "ECN/s", "pause %", "loss/M"},
-                          ports);
+        out += svg::table(
+            "ports-table",
+            {"host", "step", "port", "netdev", "rx GB", "tx GB", "CNP/s", "ECN/s", "pause %", "loss/M"},
+            ports, "RDMA ports: totals and rates over each step");
     return out;
 }
 
@@ -187,7 +203,7 @@ std::string html_report_page(const JobReport& report, const JobSeries& series) {
 
 bool write_html_report(const JobReport& report, const std::vector<std::string>& inputs,
                        const std::string& path, std::string& error, const SeriesProgress& progress) {
-    const JobSeries series = collect_job_series(report, 240, 0, progress);
+    const JobSeries series = collect_job_series(report, job_time_axis(report), 0, progress);
     std::string page = html_report_page(report, series);
     std::string from;
     for (const auto& in : inputs) from += (from.empty() ? "" : ", ") + in;
@@ -198,11 +214,11 @@ bool write_html_report(const JobReport& report, const std::vector<std::string>& 
 }
 
 int run_html(int argc, char** argv, int first) {
-    const ParsedArgs args = parse_args(argc, argv, first, {"o", "output"}, {});
+    const ParsedArgs args = parse_args(argc, argv, first, kOutputFileOptions, {});
     if (args.positional.empty())
         throw UsageError("html needs a stallscope-<jobid> directory or timeline files");
-    const auto out = args.has("o") ? args.value("o") : args.value("output");
-    if (!out || out->empty()) throw UsageError("html needs -o FILE");
+    const auto out = output_file_option(args);
+    if (!out) throw UsageError("html needs -o FILE");
     // On a terminal, one progress line while the recordings load, another while their timelines are
     // replayed for the charts; each erased when done.
     ProgressBar loading("recordings");
@@ -224,8 +240,8 @@ int run_html(int argc, char** argv, int first) {
         std::fprintf(stderr, "stallscope: html: %s\n", printable(error).c_str());
         return 1;
     }
-    std::fprintf(stderr, "stallscope: wrote %s (%s, %zu node(s))\n", printable(*out).c_str(),
-                 printable(report.verdict.label).c_str(), report.nodes.size());
+    std::fprintf(stderr, "stallscope: wrote %s (%s, %d node(s))\n", printable(*out).c_str(),
+                 printable(report.verdict.label).c_str(), report.hosts);
     return 0;
 }
 

@@ -57,6 +57,22 @@ std::string time_axis(double seconds) {
     return out;
 }
 
+std::string step_marks(double seconds, const std::vector<Mark>& marks) {
+    std::string out;
+    for (const auto& m : marks) {
+        const double x = kLeft + kPlotW * std::clamp(m.at / seconds, 0.0, 1.0);
+        const double to = kLeft + kPlotW * std::clamp(m.until / seconds, 0.0, 1.0);
+        // A light line (lighter than the browser test's ink threshold) and its label above the plot: a
+        // chart's ink is its data. data-to: where the step's last sample is (the browser test looks for
+        // ink between the two).
+        out += "<line class=stepmark data-to='" + fmt("%.1f", to) + "' x1='" + fmt("%.1f", x) + "' x2='" +
+               fmt("%.1f", x) + "' y1='" + fmt("%.0f", kTop) + "' y2='" + fmt("%.0f", kTop + kPlotH) +
+               "'/><text class=tick x='" + fmt("%.1f", x + 2) + "' y='" + fmt("%.0f", kTop - 2) + "'>" +
+               escape(m.label) + "</text>";
+    }
+    return out;
+}
+
 std::string svg_open(const std::string& id) {
     return "<svg id='" + escape(id) + "-svg' viewBox='0 0 " + fmt("%.0f", kWidth) + " " +
            fmt("%.0f", kHeight) + "' width='" + fmt("%.0f", kWidth) + "' height='" + fmt("%.0f", kHeight) +
@@ -65,6 +81,12 @@ std::string svg_open(const std::string& id) {
 }
 
 }  // namespace
+
+std::string line_color(std::size_t i) {
+    if (i < std::size(kPalette)) return kPalette[i];
+    const double hue = std::fmod(static_cast<double>(i) * 137.508, 360.0);
+    return "hsl(" + fmt("%.0f", hue) + ",65%," + (i % 2 ? "38%" : "52%") + ")";
+}
 
 std::string escape(const std::string& text) {
     std::string out;
@@ -123,19 +145,25 @@ std::string line_chart(const std::string& id, const std::string& title, const Ax
                fmt("%.0f", kLeft - 4) + "' y='" + fmt("%.1f", py + 4) + "' text-anchor=end>" + fmt("%g", y) +
                "</text>";
     }
-    out += time_axis(axis.seconds);
+    out += time_axis(axis.seconds) + step_marks(axis.seconds, axis.marks);
     std::string legend = "<div class=legend>";
     for (std::size_t i = 0; i < lines.size(); ++i) {
         const auto& l = lines[i];
-        const std::string color = l.highlight ? kAlarm : kPalette[i % std::size(kPalette)];
+        const std::string color = l.highlight ? kAlarm : line_color(i);
         const std::size_t n = l.values.size();
-        std::string points;
+        std::string points, first_x, first_y;
+        std::size_t in_run = 0;
         auto flush = [&] {
-            if (points.empty()) return;
-            out += "<polyline fill=none stroke='" + color + "' stroke-width='" +
-                   (l.highlight ? "2.5" : "1.4") + "' points='" + points + "'><title>" + escape(l.label) +
-                   "</title></polyline>";
+            if (in_run == 1)
+                out += "<circle cx='" + first_x + "' cy='" + first_y + "' r='" +
+                       (l.highlight ? "3.5" : "2.5") + "' fill='" + color + "'><title>" + escape(l.label) +
+                       "</title></circle>";
+            else if (in_run > 1)
+                out += "<polyline fill=none stroke='" + color + "' stroke-width='" +
+                       (l.highlight ? "2.5" : "1.4") + "' points='" + points + "'><title>" + escape(l.label) +
+                       "</title></polyline>";
             points.clear();
+            in_run = 0;
         };
         std::size_t missing = 0;  // a bucket or two without a sample is aliasing, more is a gap in the data
         for (std::size_t k = 0; k < n; ++k) {
@@ -148,6 +176,7 @@ std::string line_chart(const std::string& id, const std::string& title, const Ax
             const double x =
                 kLeft + kPlotW * (n > 1 ? static_cast<double>(k) / static_cast<double>(n - 1) : 0.5);
             const double y = kTop + kPlotH * (1 - std::clamp(v / y_max, 0.0, 1.0));
+            if (in_run++ == 0) first_x = fmt("%.1f", x), first_y = fmt("%.1f", y);
             points += fmt("%.1f", x) + "," + fmt("%.1f", y) + " ";
         }
         flush();
@@ -225,8 +254,10 @@ Cell text(const std::string& s) {
 }
 
 std::string table(const std::string& id, const std::vector<std::string>& head,
-                  const std::vector<std::vector<Cell>>& rows) {
-    std::string out = "<table class=sortable id='" + escape(id) + "'><thead><tr>";
+                  const std::vector<std::vector<Cell>>& rows, const std::string& caption) {
+    std::string out = "<table class=sortable id='" + escape(id) + "'>";
+    if (!caption.empty()) out += "<caption>" + escape(caption) + "</caption>";
+    out += "<thead><tr>";
     for (const auto& h : head) out += "<th>" + escape(h) + "</th>";
     out += "</tr></thead><tbody>";
     for (const auto& row : rows) {
@@ -253,12 +284,12 @@ h1{font-size:20px;margin:0 0 4px}h2{font-size:16px;margin:24px 0 6px;border-bott
 .FAST{background:#2ca02c}.SLOW{background:#ff7f0e}.FAIL_RISK{background:#d62728}.UNKNOWN{background:#7f7f7f}
 figure{margin:8px 0}figcaption{font-weight:600;margin-bottom:2px}
 .plotbg{fill:#fff;stroke:#bbb}.grid{stroke:#eee}.tick{font-size:11px;fill:#555}.alarm{fill:#d62728;font-weight:700}
-.marked{fill:none;stroke:#d62728;stroke-width:2.5}.span.critical{fill:#d62728}.span.warning{fill:#ff7f0e}
+.marked{fill:none;stroke:#d62728;stroke-width:2.5}.stepmark{stroke:#d4d4d4;stroke-dasharray:4 3}.span.critical{fill:#d62728}.span.warning{fill:#ff7f0e}
 .span.info{fill:#9ecae1}.spanlabel,.rowlabel{font-size:11px;fill:#000;paint-order:stroke;stroke:#fff;stroke-width:3px}
 .legend{font-size:12px;color:#444}.legend span{margin-right:12px;white-space:nowrap}
 .legend i{display:inline-block;width:10px;height:10px;margin-right:4px}
 table{border-collapse:collapse;font-size:13px;margin:4px 0}th,td{padding:2px 8px;border-bottom:1px solid #eee}
-th{cursor:pointer;text-align:left;background:#f6f6f6;user-select:none}td.n{text-align:right}
+caption{text-align:left;font-weight:600;padding:6px 0 2px}th{cursor:pointer;text-align:left;background:#f6f6f6;user-select:none}td.n{text-align:right}
 ul.reasons li{margin-bottom:4px}.ev{color:#666;font-size:12px}.up{color:#d62728}.down{color:#2ca02c}
 </style></head><body>
 )" + body + R"(

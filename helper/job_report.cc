@@ -1,5 +1,8 @@
 #include "helper/job_report.h"
 
+#include <sys/stat.h>
+#include <time.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -40,7 +43,8 @@ void note_unmeasured_gpus(JobReport& job, const std::string& host, std::size_t a
                         why);
 }
 
-void fill_from_replay(JobReport& job, NodeRecording& node, const std::string& timeline, bool have_verdict,
+// False when the timeline could not be read at all (the error is in the warnings).
+bool fill_from_replay(JobReport& job, NodeRecording& node, const std::string& timeline, bool have_verdict,
                       const std::optional<Thresholds>& rules, std::atomic<std::uint64_t>* bytes_read) {
     NodeStatsAccumulator stats;
     ReplayResult r;
@@ -70,6 +74,12 @@ void fill_from_replay(JobReport& job, NodeRecording& node, const std::string& ti
     node.incomplete = !node.verdict_recorded;
     if (node.stats.gpus.empty() && r.first_sample && !r.first_sample->context.gpus.empty())
         note_unmeasured_gpus(job, node.host, r.first_sample->context.gpus.size(), r.first_sample->warnings);
+    return replayed;
+}
+
+bool non_empty_file(const std::string& path) {
+    struct stat st {};
+    return ::stat(path.c_str(), &st) == 0 && st.st_size > 0;
 }
 
 NodeRecording load_recording(JobReport& job, const RecordingFiles& files,
@@ -95,20 +105,25 @@ NodeRecording load_recording(JobReport& job, const RecordingFiles& files,
         }
     }
     identity_from_stem(files.stem, node);
+    bool replayed = true;
     if (rules && !files.timeline.empty()) {
-        fill_from_replay(job, node, files.timeline, false, rules, bytes_read);  // as --rules decides it
+        replayed =
+            fill_from_replay(job, node, files.timeline, false, rules, bytes_read);  // as --rules decides
         node.verdict_recorded = node.verdict_recorded || have_verdict;
         node.incomplete = !node.verdict_recorded;
     } else if (have_stats) {
         node.source = "verdict";
         node.verdict_recorded = true;
     } else if (!files.timeline.empty()) {
-        fill_from_replay(job, node, files.timeline, have_verdict, std::nullopt, bytes_read);
+        replayed = fill_from_replay(job, node, files.timeline, have_verdict, std::nullopt, bytes_read);
     } else {
         node.source = "verdict";
         node.verdict_recorded = have_verdict;
         node.incomplete = !have_verdict;
     }
+    // Garbage, another program's JSON, a wrong schema: not a recording of anything (an empty timeline is
+    // one, of a helper that died at once).
+    node.unreadable = !have_verdict && !replayed && non_empty_file(files.timeline);
     if (node.host.empty()) node.host = base_name(files.timeline.empty() ? files.verdict : files.timeline);
     if (rules && files.timeline.empty())
         job.warnings.push_back(node.host +
@@ -391,7 +406,7 @@ void load_recordings(JobReport& job, const std::map<std::string, RecordingFiles>
         if (job.job_id.empty()) job.job_id = s.job_id, job.user = s.user, job.job_name = s.job_name;
         job.warnings.insert(job.warnings.end(), s.warnings.begin(), s.warnings.end());
         job.notes.insert(job.notes.end(), s.notes.begin(), s.notes.end());
-        job.nodes.push_back(std::move(loaded[i]));
+        if (!loaded[i].unreadable) job.nodes.push_back(std::move(loaded[i]));
     }
 }
 
@@ -412,6 +427,9 @@ JobReport build_job_report(const std::vector<std::string>& inputs, const JobRepo
     find_straggler_nodes(job);
     find_straggler_gpu(job);
     find_worst_port(job);
+    timespec now{};
+    ::clock_gettime(CLOCK_REALTIME, &now);
+    find_running_recordings(job, static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) / 1e9);
     note_incomplete_recordings(job);
     order_reasons(job.verdict);
     if (job.hosts > 1) job.verdict.worst_port = job.worst_port;

@@ -27,8 +27,10 @@ struct NodeRecording {
     std::string source;                       // "verdict" | "replay" (how the merge got it)
     bool verdict_recorded = false;            // a verdict file or a timeline verdict line exists
     bool incomplete = false;                  // no verdict at all, or no sample: recording_incomplete
-    bool straggler = false;                   // GPUs well below the step's median node
-    std::string label;  // the node row's label: its own, raised to SLOW when it is a straggler
+    bool running = false;     // no verdict yet, but its helper wrote a sample moments ago: still recording
+    bool unreadable = false;  // no verdict and a timeline that is not one: left out of the job
+    bool straggler = false;   // GPUs well below the step's median node
+    std::string label;        // the node row's label: its own, raised to SLOW when it is a straggler
 };
 
 struct StepSummary {
@@ -53,6 +55,8 @@ struct JobReport {
     // Hosts with a recording_incomplete recording: no verdict (no file, no timeline verdict line) or not
     // a single sample.
     std::vector<std::string> missing_nodes;
+    // Hosts whose helper is still recording (find_running_recordings): the job's verdict is provisional.
+    std::vector<std::string> running_nodes;
     std::optional<ReasonSummary> root_cause;  // verdict.reasons[0]; subject "host:subject" when >1 host
     std::string root_cause_node;              // the host root_cause is about
     std::vector<std::string> notes;
@@ -75,6 +79,11 @@ struct JobReportOptions {
 // is read as a verdict, anything else replayed as a timeline. Unreadable inputs become warnings. The
 // result does not depend on the number of threads.
 JobReport build_job_report(const std::vector<std::string>& inputs, const JobReportOptions& options = {});
+
+// A recording without a verdict whose last sample (or the timeline's last write) is at most a few sampling
+// intervals old is a helper still at work, not a dead one: it is marked `running` instead of incomplete,
+// and its replayed verdict so far stands (provisional). Called by build_job_report with the current time.
+void find_running_recordings(JobReport& report, double now);
 
 // Plain-language notes of a built report (idle/throttled GPUs, paused or lossy ports, stragglers), grouped
 // when many nodes share one; called by build_job_report.

@@ -29,6 +29,9 @@ Json job_report_json(const JobReport& r) {
     o["straggler_node"] = r.straggler_node;
     o["straggler_nodes"] = r.straggler_nodes;
     o["missing_nodes"] = r.missing_nodes;
+    // A helper still recording: the verdict is what is known so far (provisional).
+    o["running"] = !r.running_nodes.empty();
+    o["running_nodes"] = r.running_nodes;
     o["straggler_gpu"] = r.straggler_gpu;
     o["worst_port"] = r.worst_port;
     o["root_cause_node"] = r.root_cause_node;
@@ -61,6 +64,7 @@ Json job_report_json(const JobReport& r) {
                  {"mean_gpu_util_pct", round2(n.mean_gpu_util_pct)},
                  {"straggler", n.straggler},
                  {"recording_incomplete", n.incomplete},
+                 {"running", n.running},
                  {"verdict_recorded", n.verdict_recorded}});
     o["gpus"] = Json::array();
     for (const auto& g : r.gpus)

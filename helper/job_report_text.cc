@@ -136,7 +136,11 @@ void header(std::vector<std::string>& out, const JobReport& r) {
         out.push_back(format("  ... %zu more step(s) (--json lists all)", steps.size() - shown));
     const StepVerdict& v = r.verdict;
     out.push_back(format("Verdict: %s (confidence %.2f, bottleneck: %s)", v.label.c_str(), v.confidence,
-                         v.bottleneck_hint.c_str()));
+                         v.bottleneck_hint.c_str()) +
+                  (r.running_nodes.empty()
+                       ? ""
+                       : format(" - provisional: still running on %zu node(s), %d samples so far",
+                                r.running_nodes.size(), v.samples)));
     for (const auto& u : v.unknown_reasons) out.push_back("  unknown: " + u);
     if (!r.worst_node.empty()) out.push_back("Worst node: " + r.worst_node);
     if (!r.worst_port.empty()) out.push_back("  worst port: " + r.worst_port);
@@ -183,6 +187,11 @@ void named_nodes(std::vector<std::string>& out, const JobReport& r) {
              format("Straggler nodes (%zu, GPUs < 70 %% of the step's median node): ",
                     r.straggler_nodes.size()),
              compress_host_list(r.straggler_nodes), "  ");
+    }
+    if (!r.running_nodes.empty()) {
+        out.push_back("");
+        wrap(out, format("Nodes still recording (%zu, no verdict yet): ", r.running_nodes.size()),
+             compress_host_list(r.running_nodes), "  ");
     }
     if (!r.missing_nodes.empty()) {
         out.push_back("");

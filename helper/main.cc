@@ -132,7 +132,7 @@ is replayed only for a node whose verdict is missing, named recording_incomplete
   --all          every node, GPU and port row
   --node HOST    full detail of one node
   --top N        worst nodes listed (default 10)
-  --html FILE    also write the report as one self-contained HTML page
+  --html FILE    also write the report as one self-contained HTML page (-o, --output FILE: the same)
   --rules FILE   re-profile every node's timeline with these thresholds instead of reading the
                  verdicts the helpers decided with theirs (a node without a timeline keeps its own)
   --jobs N       recordings read or replayed in parallel (default: the number of cores)
@@ -202,18 +202,21 @@ The job report as one self-contained HTML page (no network needed to view it): v
 time axis, per-GPU utilization and power over time, per-port fabric rates, node x time heatmap for
 multi-node jobs with the straggler/worst node marked, sortable tables.
 
-  -o, --output FILE   where to write the page (required; written atomically)
+  -o, --output FILE   where to write the page (required; written atomically; --html FILE: the same)
 Exit status: 0 written, 1 no readable timeline or FILE not writable, 2 usage error.
 )"},
     {"compare", R"(Usage: stallscope compare A B [--json] [--html FILE]
 Compare two jobs (yesterday's fast run A with today's slow run B). A and B are each a timeline, a
 stallscope-<jobid> directory, or job:<id> (its directory is the one its AdminComment names, via
 sacct; said on stderr). A bare id works too when no file of that name exists here.
-Both are aligned by step start; per-metric deltas (GPU util/SM/power, fabric rates, host pressure),
-reasons present in one and not the other, and one line "B is slower because ..." with its evidence.
+First whether B is slower, from what was measured: NCCL's own bus bandwidth where both jobs have
+Inspector records of the same collectives, else the durations of the steps both ran (same work
+assumed); "cannot tell" when neither compares. Then why: a reason that fired only in B, or the metric
+that moved most against B (a gap in the data is never a cause). Also per-metric deltas (GPU
+util/SM/power, fabric rates, host pressure) aligned by start, and the reasons in one and not the other.
 
-  --json        the comparison as JSON (schema stallscope.compare/1)
-  --html FILE   also write the comparison as a self-contained HTML page
+  --json        the comparison as JSON (schema stallscope.compare/1; "speed" holds the measure)
+  --html FILE   also write the comparison as a self-contained HTML page (-o, --output FILE: the same)
   --sacct PATH  the sacct binary used to resolve job ids (default sacct on PATH)
 Exit status: 0 compared, 1 an input has no readable timeline, 2 usage error.
 )"},

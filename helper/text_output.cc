@@ -27,6 +27,28 @@ std::string evidence_text(const Evidence& evidence) {
     return out;
 }
 
+// `--nccl-test` was asked for: its outcome is shown whatever it was (a missing all_reduce_perf too).
+std::string nccl_test_text(const NcclTestResult& t) {
+    char buf[256];
+    if (t.outcome == "ok") {
+        std::snprintf(buf, sizeof buf, "  nccl-test: all_reduce_perf ok, %d rows", t.rows);
+        std::string out = buf;
+        if (t.avg_busbw_gbs)
+            std::snprintf(buf, sizeof buf, ", avg bus bandwidth %.2f GB/s", *t.avg_busbw_gbs), out += buf;
+        if (t.peak_busbw_gbs)
+            std::snprintf(buf, sizeof buf, ", peak %.2f GB/s", *t.peak_busbw_gbs), out += buf;
+        return out + "\n";
+    }
+    if (t.outcome == "not_found")
+        return "  nccl-test: not run: all_reduce_perf is not on PATH (install nccl-tests, or add its build/ "
+               "directory to PATH)\n";
+    std::snprintf(buf, sizeof buf, "  nccl-test: all_reduce_perf failed (%s, exit code %d)",
+                  t.outcome.c_str(), t.exit_code);
+    std::string out = buf;
+    if (!t.errors.empty()) out += ": " + t.errors.front();
+    return out + "\n";
+}
+
 std::string profile_text(const Snapshot& s, const Profile& p, const ProfileTextOptions& options) {
     char head[320];
     std::snprintf(head, sizeof head, "%s%s%s  %s  (confidence %.2f, bottleneck: %s)\n",
@@ -45,6 +67,7 @@ std::string profile_text(const Snapshot& s, const Profile& p, const ProfileTextO
     out += "  " + std::to_string(s.gpus.size()) + " GPUs, " + std::to_string(s.rdma.size()) +
            " RDMA ports, " + std::to_string(s.interfaces.size()) + " interfaces\n";
     if (!p.unknown_reason.empty()) out += "  unknown: " + p.unknown_reason + "\n";
+    if (s.nccl.nccl_test) out += nccl_test_text(*s.nccl.nccl_test);
     for (const auto& r : p.reasons) {
         out += "  - [" + r.severity + "] " + r.code + ": " + r.message + "\n";
         if (!r.evidence.empty()) out += "      evidence: " + evidence_text(r.evidence) + "\n";

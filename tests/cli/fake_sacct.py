@@ -34,6 +34,10 @@ if os.environ.get("FAKE_SACCT_JOB_DIR"):
                  "JS1:other-tool stallscope/1 FAIL_RISK conf=0.94 top=fabric_packet_loss gpus=32 dur=290 "
                  "node=gpu-node-02 file=" + os.environ["FAKE_SACCT_JOB_DIR"] + "/verdict.0.gpu-node-02.json",
                  "llama"])
+    # file= naming the job directory itself, as `report --comment` and the slurmctld epilog write it.
+    rows.append(["105", "alice", "CANCELLED", "00:05:00",
+                 "stallscope/1 FAIL_RISK conf=0.94 top=fabric_packet_loss gpus=32 dur=290 file="
+                 + os.environ["FAKE_SACCT_JOB_DIR"], "llama"])
 # UTF-8-encoded C1 controls (CSI, OSC), %-encoded as a sanitized segment carries them (for `jobs`).
 if os.environ.get("FAKE_SACCT_C1"):
     rows.append(["104", "eve", "COMPLETED", "00:01:00",

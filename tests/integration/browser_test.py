@@ -2,7 +2,8 @@
 """The HTML views in a real browser (Debian's headless chromium): `stallscope html` on the 4-node fixture
 job and `stallscope compare` on two scenario timelines must load without console messages, run their
 script, draw every chart (non-white pixels inside each plot area of a screenshot, with an empty-area
-control measured in the same run), and show the numbers of `report --json` in their tables.
+control measured in the same run), and show the numbers of `report --json` in their tables. Jobs with
+two steps (job-4343, and two steps of one node with a gap) must have ink in every plot too.
 
 A recording made on this machine by `stallscope record` (real host, network and PSI data; GPUs from the
 fake NVML when FAKE_NVML is given) goes through the same checks.
@@ -49,7 +50,10 @@ class Dom(html.parser.HTMLParser):
             self.charts[self._svg] = {"rect": [int(v) for v in a["data-rect"].split(",")], "marks": 0}
         elif self._svg and tag == "rect" and a.get("class") == "plotbg":
             self.charts[self._svg]["plot"] = [float(a[k]) for k in ("x", "y", "width", "height")]
-        elif self._svg and tag in ("polyline", "rect"):
+        elif self._svg and tag == "line" and a.get("class") == "stepmark":
+            # A step of a multi-step job: from its first sample (x1) to its last (data-to).
+            self.charts[self._svg].setdefault("steps", []).append((float(a["x1"]), float(a["data-to"])))
+        elif self._svg and tag in ("polyline", "rect", "circle"):
             self.charts[self._svg]["marks"] += 1
         elif tag == "script" and a.get("type") == "application/json":
             self._script = a["id"]
@@ -99,11 +103,14 @@ def load(page, fragment=""):
     return dom
 
 
-def inked_share(image, chart):
-    """Share of non-white pixels inside the chart's plot area (a 2 px inset keeps the frame out)."""
+def inked_share(image, chart, columns=None):
+    """Share of non-white pixels inside the chart's plot area (a 2 px inset keeps the frame out), or
+    inside the plot's columns from..to (a step's time range, 3 px either side)."""
     left, top = chart["rect"][0], chart["rect"][1]
     x, y, w, h = chart["plot"]
     box = (int(left + x + 2), int(top + y + 2), int(left + x + w - 2), int(top + y + h - 2))
+    if columns:
+        box = (int(left + columns[0] - 3), box[1], int(left + columns[1] + 3), box[3])
     region = image.crop(box).convert("L")
     hist = region.histogram()
     return sum(hist[:200]) / float(region.width * region.height)  # darker than the #eee grid lines
@@ -122,8 +129,16 @@ def check_charts(dom, image, name, expected):
         share = inked_share(image, dom.charts[chart_id])
         print("  %-14s %-14s %5d marks, %5.1f %% of the plot area inked" %
               (name, chart_id, dom.charts[chart_id]["marks"], share * 100))
-        if share < 0.002:
+        steps = dom.charts[chart_id].get("steps", [])
+        if not steps and share < 0.002:
             fail("%s: chart %s renders an empty plot area" % (name, chart_id))
+        # Several steps on the job's time axis: short steps with long gaps between them are little ink
+        # in the whole plot, so every step's own columns must have ink (a step drawn as nothing fails).
+        for number, columns in enumerate(steps):
+            step_share = inked_share(image, dom.charts[chart_id], columns)
+            print("  %-14s %-14s   step %d: %5.1f %% of its columns inked" % (name, chart_id, number, step_share * 100))
+            if step_share < 0.002:
+                fail("%s: chart %s draws nothing in step %d" % (name, chart_id, number))
 
 
 def main():
@@ -152,25 +167,26 @@ def main():
                                        text=True).stdout)
 
     # 1. Loads cleanly, sorts on request, and its tables carry report --json's numbers.
-    dom = load(page, "#sort=gpus-table:3")
+    # Columns: host, step, gpu, name, util %, ... (the step tells a host's GPU in two steps apart).
+    dom = load(page, "#sort=gpus-table:4")
     gpu_rows = dom.tables["gpus-table"][1:]
     if len(gpu_rows) != len(report["gpus"]):
         fail("GPU table has %d rows, report --json %d GPUs" % (len(gpu_rows), len(report["gpus"])))
-    utils = [float(r[3]) for r in gpu_rows]
+    utils = [float(r[4]) for r in gpu_rows]
     if utils != sorted(utils) or utils[0] == utils[-1]:
-        fail("#sort=gpus-table:3 did not sort the GPU table by utilization: %s" % utils)
+        fail("#sort=gpus-table:4 did not sort the GPU table by utilization: %s" % utils)
     by_key = {(g["host"], str(g["index"])): g for g in report["gpus"]}
     for row in gpu_rows:
-        g = by_key[(row[0], row[1])]
-        for column, key in ((3, "mean_util_pct"), (4, "mean_sm_active_pct"), (5, "mean_tensor_active_pct"),
-                            (6, "mean_dram_bandwidth_pct"), (7, "mean_memory_pct"), (8, "mean_power_w")):
+        g = by_key[(row[0], row[2])]
+        for column, key in ((4, "mean_util_pct"), (5, "mean_sm_active_pct"), (6, "mean_tensor_active_pct"),
+                            (7, "mean_dram_bandwidth_pct"), (8, "mean_memory_pct"), (9, "mean_power_w")):
             if (row[column] == "-") != (g[key] is None):  # not measured: "-" on the page, null in JSON
                 fail("GPU %s:%s %s: page %s, report --json %s" % (row[0], row[1], key, row[column], g[key]))
             if g[key] is not None and abs(float(row[column]) - g[key]) > 0.005:
                 fail("GPU %s:%s %s: page %s, report --json %s" % (row[0], row[1], key, row[column], g[key]))
     for row in dom.tables["ports-table"][1:]:
-        p = next(p for p in report["ports"] if (p["host"], p["port"]) == (row[0], row[1]))
-        if abs(float(row[8]) - p["loss_per_million_packets"]) > 0.005 or abs(float(row[3]) - p["rx_bytes"] / 1e9) > 0.0005:
+        p = next(p for p in report["ports"] if (p["host"], p["step_id"], p["port"]) == (row[0], row[1], row[2]))
+        if abs(float(row[9]) - p["loss_per_million_packets"]) > 0.005 or abs(float(row[4]) - p["rx_bytes"] / 1e9) > 0.0005:
             fail("port %s:%s: page %s, report --json %s" % (row[0], row[1], row, p))
     for row in dom.tables["nodes-table"][1:]:
         n = next(n for n in report["nodes"] if n["host"] == row[0])
@@ -207,7 +223,22 @@ def main():
     check_charts(cdom, screenshot(cpage, os.path.join(out, "compare.png")), "compare",
                  ["compare-gpu_util_pct", "compare-gpu_sm_clock_mhz", "compare-gpu_power_w"])
 
-    # 4. A real recording of this machine (20 samples at 0.2 s).
+    # 4. Several steps: job-4343 (8 nodes, steps 0 and 1 ten minutes apart) and two steps of one node with
+    # the gap between them. Each host's line runs through both steps; every plot has ink.
+    steps_dir = os.path.join(out, "two-steps")
+    shutil.rmtree(steps_dir, ignore_errors=True)
+    os.makedirs(steps_dir)
+    job_4343 = os.path.join(source, "fixtures/timelines/job-4343")
+    for step in ("0", "1"):
+        shutil.copy(os.path.join(job_4343, "timeline.%s.node-01.jsonl" % step), steps_dir)
+    for name, inputs in (("job-4343", job_4343), ("two-steps", steps_dir)):
+        spage = os.path.join(out, name + ".html")
+        subprocess.run([exe, "html", inputs, "-o", spage], check=True, stderr=subprocess.DEVNULL)
+        sdom = load(spage)
+        expected = ["gpu-util", "gpu-power", "fabric-rates"] + (["node-heatmap"] if name == "job-4343" else [])
+        check_charts(sdom, screenshot(spage, os.path.join(out, name + ".png")), name, expected)
+
+    # 5. A real recording of this machine (20 samples at 0.2 s).
     rec = os.path.join(out, "recording")
     shutil.rmtree(rec, ignore_errors=True)
     env = dict(os.environ)
@@ -234,7 +265,7 @@ def main():
         for name in ("html-report.png", "compare.png"):  # the top of each page: verdict and charts
             Image.open(os.path.join(out, name)).crop((0, 0, WINDOW[0], 1900)).save(
                 os.path.join(source, "doc/screenshots", name), optimize=True)
-    print("browser test passed in %.1f s (6 chromium runs)" % (time.monotonic() - started))
+    print("browser test passed in %.1f s (10 chromium runs)" % (time.monotonic() - started))
     return 0
 
 
