@@ -31,7 +31,7 @@ rows = [
 # A job whose verdict file lies in FAKE_SACCT_JOB_DIR (for `compare JOBID`).
 if os.environ.get("FAKE_SACCT_JOB_DIR"):
     rows.append(["103", "alice", "COMPLETED", "00:05:00",
-                 "JS1:other-tool stallscope/1 FAIL_RISK conf=0.94 top=fabric_packet_loss gpus=32 dur=290 "
+                 "JS1:other-tool; stallscope/1 FAIL_RISK conf=0.94 top=fabric_packet_loss gpus=32 dur=290 "
                  "node=gpu-node-02 file=" + os.environ["FAKE_SACCT_JOB_DIR"] + "/verdict.0.gpu-node-02.json",
                  "llama"])
     # file= naming the job directory itself, as `report --comment` and the slurmctld epilog write it.

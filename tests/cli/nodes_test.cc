@@ -80,7 +80,7 @@ TEST_CASE("the node that keeps failing its job-mates ranks first and becomes a d
                  "stragglers=gpu003 gpus=16 dur=60 node=gpu003");
     sacct += row("14", "gpu[001-003]", "stallscope/1 FAST conf=0.95 nodes=3 gpus=24 dur=60 node=gpu003");
     sacct +=
-        row("15", "gpu[001-002]", "JS1:abc stallscope/1 FAST conf=0.95 nodes=2 gpus=16 dur=60 node=gpu001");
+        row("15", "gpu[001-002]", "JS1:abc; stallscope/1 FAST conf=0.95 nodes=2 gpus=16 dur=60 node=gpu001");
     sacct += row("16", "gpu001", "");  // not recorded by stallscope: not counted
     const NodeRanking r = rank(sacct);
     CHECK(r.rows == 6);
