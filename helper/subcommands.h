@@ -14,6 +14,6 @@ int run_compare(int argc, char** argv, int first);    // stallscope compare A B
 int run_nodes(int argc, char** argv, int first);      // stallscope nodes (which nodes hurt jobs, from sacct)
 // stallscope nvml-capture: this node's NVML answers as a fake-NVML fixture
 int run_nvml_capture(int argc, char** argv, int first);
-int run_watch(int argc, char** argv, int first);      // stallscope watch JOBID|DIR (a running job, live)
+int run_watch(int argc, char** argv, int first);  // stallscope watch JOBID|DIR (a running job, live)
 
 }  // namespace stallscope::cli
