@@ -2,7 +2,6 @@
 // read from the AdminComment segment that the plugin writes as root (one sacct call, no load on
 // slurmctld). The user-writable Comment is never read: a user could forge a FAST there.
 #include <cstdio>
-#include <regex>
 #include <sstream>
 
 #include "helper/cli_args.h"
@@ -53,17 +52,6 @@ std::vector<SacctRow> parse_rows(const std::string& output, const std::string& d
     return rows;
 }
 
-// sacct's --starttime forms (sacct(1) "TIME FORMATS"); anything else is a usage error here instead of
-// sacct's silent fallback to the default window.
-void check_since(const std::string& since) {
-    static const std::regex forms(
-        R"(\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2})?)?|\d{2}/\d{2}(/\d{2})?|\d{4}(\d{2})?|\d{2}:\d{2}(:\d{2})?([AaPp][Mm])?)"
-        R"(|now([+-]\d+(seconds|minutes|hours|days|weeks)?)?|today|midnight|noon|elevenses|fika|teatime)");
-    if (!std::regex_match(since, forms))
-        throw UsageError("--since '" + since +
-                         "' is not a sacct time (YYYY-MM-DD[THH:MM[:SS]], HH:MM, now-2days, today, ...)");
-}
-
 }  // namespace
 
 int run_jobs(int argc, char** argv, int first) {
@@ -73,7 +61,7 @@ int run_jobs(int argc, char** argv, int first) {
     if (args.has("user") && args.has("all-users"))
         throw UsageError("--user and --all-users exclude each other");
     const std::string since = args.value("since").value_or("now-1days");
-    check_since(since);
+    check_sacct_since(since);
     const std::string delimiter = unguessable_delimiter();
     std::vector<std::string> cmd{args.value("sacct").value_or("sacct"),
                                  "--parsable2",

@@ -16,17 +16,6 @@
 namespace stallscope::cli {
 namespace {
 
-// sacct's --starttime forms (sacct(1) "TIME FORMATS"), as `jobs` checks them: anything else is a usage
-// error here instead of sacct's silent fallback to the default window.
-void check_since(const std::string& since) {
-    static const std::regex forms(
-        R"(\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2})?)?|\d{2}/\d{2}(/\d{2})?|\d{4}(\d{2})?|\d{2}:\d{2}(:\d{2})?([AaPp][Mm])?)"
-        R"(|now([+-]\d+(seconds|minutes|hours|days|weeks)?)?|today|midnight|noon|elevenses|fika|teatime)");
-    if (!std::regex_match(since, forms))
-        throw UsageError("--since '" + since +
-                         "' is not a sacct time (YYYY-MM-DD[THH:MM[:SS]], HH:MM, now-2days, today, ...)");
-}
-
 // Partition names are slurm.conf words; refusing the rest keeps sacct's argument one plain value.
 void check_partition(const std::string& partition) {
     static const std::regex names(R"([A-Za-z0-9_.-]+(,[A-Za-z0-9_.-]+)*)");
@@ -176,7 +165,7 @@ int run_nodes(int argc, char** argv, int first) {
                    {"json", "all-users"});
     if (!args.positional.empty()) throw UsageError("unexpected argument '" + args.positional.front() + "'");
     const std::string since = args.value("since").value_or("now-7days");
-    check_since(since);
+    check_sacct_since(since);
     NodeRankingOptions options;
     if (auto v = args.value("min-jobs")) options.min_jobs = static_cast<int>(parse_count("min-jobs", *v));
     if (auto v = args.value("drain-share")) {

@@ -1,5 +1,7 @@
 #include "helper/sacct_command.h"
 
+#include "helper/cli_args.h"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -10,6 +12,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <regex>
 
 extern char** environ;
 
@@ -114,6 +117,15 @@ SacctResult run_sacct(const std::vector<std::string>& argv, std::chrono::millise
                            : argv[0] + " killed by signal " + std::to_string(WTERMSIG(status));
     }
     return result;
+}
+
+void check_sacct_since(const std::string& since) {
+    static const std::regex forms(
+        R"(\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2})?)?|\d{2}/\d{2}(/\d{2})?|\d{4}(\d{2})?|\d{2}:\d{2}(:\d{2})?([AaPp][Mm])?)"
+        R"(|now([+-]\d+(seconds|minutes|hours|days|weeks)?)?|today|midnight|noon|elevenses|fika|teatime)");
+    if (!std::regex_match(since, forms))
+        throw UsageError("--since '" + since +
+                         "' is not a sacct time (YYYY-MM-DD[THH:MM[:SS]], HH:MM, now-2days, today, ...)");
 }
 
 }  // namespace stallscope::cli

@@ -21,4 +21,8 @@ SacctResult run_sacct(const std::vector<std::string>& argv, std::chrono::millise
 // A sacct field delimiter no job field can contain by accident or by design: random, per call.
 std::string unguessable_delimiter();
 
+// --since for `jobs` and `nodes`: sacct's --starttime forms (sacct(1) "TIME FORMATS"); anything else throws
+// UsageError here instead of sacct's silent fallback to its default window.
+void check_sacct_since(const std::string& since);
+
 }  // namespace stallscope::cli
