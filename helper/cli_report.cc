@@ -110,7 +110,9 @@ int run_summarize(int argc, char** argv, int first) {
     const ParsedArgs args = parse_args(argc, argv, first, {}, {});
     if (args.positional.size() != 1) throw UsageError("summarize needs exactly one directory");
     const std::string dir = args.positional.front();
-    const JobReport report = build_job_report({dir});
+    JobReportOptions ended;
+    ended.job_ended = true;  // run by the epilog: every step of the job is over
+    const JobReport report = build_job_report({dir}, ended);
     if (report.nodes.empty()) {
         std::fprintf(stderr, "stallscope: summarize: no verdict or timeline in %s\n", printable(dir).c_str());
         return 0;  // nothing recorded (e.g. the step was too short to start): not an error for the epilog

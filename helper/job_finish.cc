@@ -144,7 +144,9 @@ JobCommentFacts job_comment_facts(const JobReport& report, const std::vector<std
 JobFinish finish_job(const std::string& dir, double merge_wait_seconds, int allocated_gpus_per_node) {
     JobFinish out;
     const std::vector<std::string> missing = wait_for_verdicts(dir, merge_wait_seconds);
-    const JobReport report = build_job_report({dir});
+    JobReportOptions ended;
+    ended.job_ended = true;  // this step has ended; a verdict-less timeline now is a helper that died
+    const JobReport report = build_job_report({dir}, ended);
     if (report.nodes.empty()) {
         out.warnings.push_back("job merge: no readable timeline in " + dir);
         return out;

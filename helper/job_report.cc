@@ -429,7 +429,9 @@ JobReport build_job_report(const std::vector<std::string>& inputs, const JobRepo
     find_worst_port(job);
     timespec now{};
     ::clock_gettime(CLOCK_REALTIME, &now);
-    find_running_recordings(job, static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) / 1e9);
+    if (!options.job_ended)
+        find_running_recordings(job,
+                                static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) / 1e9);
     note_incomplete_recordings(job);
     order_reasons(job.verdict);
     if (job.hosts > 1) job.verdict.worst_port = job.worst_port;

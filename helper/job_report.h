@@ -73,6 +73,10 @@ struct JobReportOptions {
     // When set, called on the calling thread while the recordings load: at once, about every 200 ms, and
     // when all are loaded; with the recordings loaded, their number and the timeline bytes read so far.
     std::function<void(std::size_t done, std::size_t total, std::uint64_t bytes_read)> progress;
+    // The job (or step) is known to be over: the epilog's summarize and the writer's merge at step end. A
+    // timeline without a verdict is then a helper that died, however recent its last sample (a SIGKILLed
+    // helper's last sample is seconds old): never `running`.
+    bool job_ended = false;
 };
 
 // Directories: their verdict.*.json and timeline.* files, paired by <step>.<host>. Files: verdict.*.json

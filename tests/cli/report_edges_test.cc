@@ -61,6 +61,15 @@ TEST_CASE("a job whose helper wrote its last sample moments ago reads as running
     CHECK(text.out.find("provisional: still running on 1 node(s)") != std::string::npos);
     const auto comment = run_process({STALLSCOPE_EXE, "report", dir, "--comment"});
     CHECK(comment.out.find("missing=") == std::string::npos);
+    // The epilog's summarize runs when the job is over: the same seconds-old timeline without a verdict is
+    // a helper that died (SIGKILL at the end of the step), never a running one.
+    REQUIRE(run_process({STALLSCOPE_EXE, "summarize", dir}).exit_code == 0);
+    std::ifstream summary_file(dir + "/summary.json");
+    const Json summary = Json::parse(summary_file);
+    bool incomplete = false;
+    for (const Json& reason : summary["verdict"]["reasons"])
+        incomplete |= reason["code"] == "recording_incomplete";
+    CHECK(incomplete);
 
     // The same recording, its last sample an hour old: the helper is gone without a verdict.
     const std::string dead = make_temp_dir("edges-dead");
