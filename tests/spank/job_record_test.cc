@@ -168,7 +168,8 @@ TEST_CASE("every captured job record (fixtures/slurm/<release>/) gives the Admin
                 CHECK(r.value == job["admin_comment"].get<std::string>());
                 // The nasty name is in the record, whole, as one JSON string (scontrol prints it; our
                 // reader prints no name at all).
-                for (const Json& rec : Json::parse(text)["jobs"])
+                const Json record = Json::parse(text);  // kept: a range-for over a temporary's member dangles
+                for (const Json& rec : record["jobs"])
                     if (rec.contains("name") && rec["job_id"] == job["job_id"])
                         CHECK(rec["name"] == job["name"]);
                 // Another task of the array is not ours.
