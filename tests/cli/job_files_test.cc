@@ -193,7 +193,16 @@ TEST_CASE("L4: the verdict's timeline field is never opened; only the timeline n
     CHECK(Json::parse(r.out)["nodes"][0]["timeline"] == "");
 }
 
-TEST_CASE("a directory gives at most 65 536 recordings; the rest is named, not read") {
+// 65 537 recordings take minutes at -O0 under AddressSanitizer (past the run's timeout); the cap is plain
+// counting, checked by the plain build's run of this test (tests/run-all.sh runs both builds).
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kSanitizerBuild = true;
+#else
+constexpr bool kSanitizerBuild = false;
+#endif
+
+TEST_CASE("a directory gives at most 65 536 recordings; the rest is named, not read" *
+          doctest::skip(kSanitizerBuild)) {
     const std::string dir = make_temp_dir("job-files-many") + "/stallscope-9";
     std::filesystem::create_directory(dir);
     write_text(dir + "/verdict.0.node-02.json", verdict_of("node-02"));
