@@ -28,7 +28,8 @@ start=$(date +%s)
 if [[ ! -f "$build/build.ninja" ]]; then
     CXX="${CXX:-clang++}" meson setup "$build" "$repo" -Dfuzz=true --buildtype=plain >/dev/null
 fi
-ninja -C "$build" -j"$jobs" fuzz >/dev/null
+# ninja prints compile and link errors on stdout: keep them, and show them when the build fails.
+ninja -C "$build" -j"$jobs" fuzz >"$build/fuzz-build.log" || { tail -40 "$build/fuzz-build.log"; exit 1; }
 built=$(date +%s)
 
 if [[ -n "${WORK_DIR:-}" ]]; then
