@@ -6,6 +6,7 @@
 #include <set>
 
 #include "libstallscope/sources/cgroup/cgroup_parsers.h"
+#include "libstallscope/sources/cgroup/cgroup_v1_oom.h"
 #include "libstallscope/sources/factories.h"
 #include "libstallscope/sources/procfs/kept_open_file.h"
 #include "libstallscope/sources/procfs/procfs_parsers.h"
@@ -85,6 +86,7 @@ class CgroupSource final : public Source {
             memory_peak_ = file("memory", "memory.max_usage_in_bytes");
             memory_max_ = file("memory", "memory.limit_in_bytes");
             memory_events_ = file("memory", "memory.oom_control");
+            v1_oom_kills_.emplace(mount + "/memory" + dirs->job_dir);
             cpu_stat_ = file("cpu", "cpu.stat");
             cpuacct_usage_ = file("cpuacct", "cpuacct.usage");
         }
@@ -117,6 +119,8 @@ class CgroupSource final : public Source {
             if (!job.memory_oom_kill_events && t->find("oom_kill ") == std::string_view::npos)
                 warn_once("cgroup: " + path +
                           ": no oom_kill line (kernel < 4.13?); OOM kills of the job unknown");
+            if (job.memory_oom_kill_events && v1_oom_kills_)
+                job.memory_oom_kill_events = v1_oom_kills_->total(*job.memory_oom_kill_events, w);
         }
         if (auto t = read(cpu_stat_)) {
             const std::string& path = cpu_stat_->path();
@@ -199,6 +203,7 @@ class CgroupSource final : public Source {
     std::optional<std::uint32_t> own_uid_;
     std::optional<KeptOpenFile> memory_current_, memory_peak_, memory_max_, memory_events_, cpu_stat_,
         cpuacct_usage_, cpu_pressure_, io_pressure_, memory_pressure_;
+    std::optional<V1OomKillCounter> v1_oom_kills_;  // v1 only: kills are counted in the task's own cgroup
     std::map<std::int64_t, ProcessPlace> places_;
     std::set<std::string> warned_;
     std::vector<std::string> pending_;

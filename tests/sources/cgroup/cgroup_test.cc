@@ -115,12 +115,40 @@ TEST_CASE("cgroup v1 (hybrid host): memory, OOM kills and cpuacct from the contr
     CHECK(c.memory_current_bytes == 21474836480ULL);
     CHECK(c.memory_peak_bytes == 30064771072ULL);
     CHECK_FALSE(c.memory_max_bytes.has_value());  // v1's "unlimited" is a huge number
-    CHECK(c.memory_oom_kill_events == 2u);
+    CHECK(c.memory_oom_kill_events == 3u);  // the job's own 2 + step_0/task_0's 1 (v1 counts per cgroup)
     CHECK_FALSE(c.memory_oom_events.has_value());
     CHECK(c.cpu_usage_usec == 734000000u);     // cpuacct.usage is ns
     CHECK(c.cpu_throttled_usec == 12500000u);  // throttled_time is ns
     CHECK(c.cpu_nr_throttled == 250u);
     CHECK_FALSE(c.psi.cpu_some_avg10.has_value());  // no per-cgroup PSI in v1
+}
+
+TEST_CASE("cgroup v1: an OOM kill counted in a task's cgroup is the job's, and stays after its step ends") {
+    TempDir dir;
+    const std::string root = copy_of(dir, "cgroup/slurm-v1-step");
+    const std::string job = root + "/sys/fs/cgroup/memory/slurm/uid_1000/job_77";
+    auto source = make_cgroup_source(node_roots(root));
+    const Snapshot first = sample(*source, 100);
+    REQUIRE(first.job_cgroup.has_value());
+    CHECK(first.job_cgroup->memory_oom_kill_events == 3u);
+    // Step 0 ends (Slurm removes its cgroups); step 1's task is killed: the kernel counts it in task_0 only.
+    std::filesystem::remove_all(job + "/step_0");
+    std::filesystem::create_directories(job + "/step_1/task_0");
+    write_file(job + "/step_1/memory.oom_control", "oom_kill_disable 0\nunder_oom 1\noom_kill 0\n");
+    write_file(job + "/step_1/task_0/memory.oom_control", "oom_kill_disable 0\nunder_oom 0\noom_kill 1\n");
+    const Snapshot second = sample(*source, 110);
+    CHECK(second.warnings.empty());
+    REQUIRE(second.job_cgroup.has_value());
+    CHECK(second.job_cgroup->memory_oom_kill_events == 4u);
+    const Rates rates = compute_rates(first, second);
+    const CounterDelta* oom = rates.find(rates.host, "job_cgroup", "memory_oom_kill_events");
+    REQUIRE(oom != nullptr);
+    CHECK(oom->delta == 1u);
+    // Garbage in a task's file is named and that task's count left out; the rest still adds up.
+    write_file(job + "/step_1/task_0/memory.oom_control", "oom_kill lots\n");
+    const Snapshot third = sample(*source, 120);
+    CHECK(any_contains(third.warnings, "step_1/task_0/memory.oom_control"));
+    CHECK(third.job_cgroup->memory_oom_kill_events == 4u);
 }
 
 TEST_CASE("a Slurm process outside a job cgroup: null with one warning per run; not Slurm: no warning") {
