@@ -33,13 +33,6 @@ void pause_seconds(double seconds) {
     ::nanosleep(&ts, nullptr);
 }
 
-int label_rank(const std::string& label) {
-    if (label == kLabelFailRisk) return 3;
-    if (label == kLabelSlow) return 2;
-    if (label == kLabelFast) return 1;
-    return 0;
-}
-
 // "host" or "host:subject" (merged reasons carry their node in front of the subject).
 std::string host_of_subject(const std::string& subject, const std::set<std::string>& hosts) {
     const std::string host = subject.substr(0, subject.find(':'));
@@ -113,7 +106,7 @@ JobCommentFacts job_comment_facts(const JobReport& report, const std::vector<std
     const ReasonSummary* top = nullptr;
     for (const bool allow_straggler : {false, true}) {
         for (const auto& r : v.reasons)
-            if (label_rank(r.reason.label) == label_rank(v.label) &&
+            if (job_label_rank(r.reason.label) == job_label_rank(v.label) &&
                 (allow_straggler || r.reason.code != "node_straggler")) {
                 top = &r;
                 break;

@@ -18,13 +18,6 @@
 namespace stallscope::cli {
 namespace {
 
-int label_rank(const std::string& label) {
-    if (label == kLabelFailRisk) return 3;
-    if (label == kLabelSlow) return 2;
-    if (label == kLabelFast) return 1;
-    return 0;
-}
-
 // "0.gpu-node-05" -> step "0", host "gpu-node-05": who a recording is when its files say nothing.
 void identity_from_stem(const std::string& stem, NodeRecording& node) {
     if (stem.empty()) return;
@@ -171,12 +164,12 @@ void merge_verdicts(JobReport& job) {
     for (const auto& n : job.nodes) {
         const StepVerdict& nv = n.verdict;
         if (nv.samples <= 0 && nv.reasons.empty()) continue;
-        const int rank = label_rank(nv.label);
+        const int rank = job_label_rank(nv.label);
         const bool earlier =
             worst && !nv.reasons.empty() && !worst->verdict.reasons.empty() &&
             nv.reasons.front().reason.first_seen < worst->verdict.reasons.front().reason.first_seen;
-        if (!worst || rank > label_rank(worst->verdict.label) ||
-            (rank == label_rank(worst->verdict.label) && earlier))
+        if (!worst || rank > job_label_rank(worst->verdict.label) ||
+            (rank == job_label_rank(worst->verdict.label) && earlier))
             worst = &n;
         for (auto r : nv.reasons) {
             if (prefix_host)
@@ -199,7 +192,7 @@ void merge_verdicts(JobReport& job) {
     v.worst_gpu = worst->verdict.worst_gpu;
     v.worst_port = worst->verdict.worst_port;
     v.worst_interface = worst->verdict.worst_interface;
-    if (label_rank(v.label) >= 2) job.worst_node = worst->host;
+    if (job_label_rank(v.label) >= 2) job.worst_node = worst->host;
     if (!v.worst_port.empty()) job.worst_port = (prefix_host ? worst->host + ":" : "") + v.worst_port;
     if (v.label != kLabelUnknown) v.unknown_reasons.clear();
 }
@@ -236,7 +229,7 @@ void find_straggler_nodes(JobReport& job) {
             *n.mean_gpu_util_pct >= 0.7 * m->second)
             continue;
         n.straggler = true;
-        if (label_rank(n.label) < label_rank(kLabelSlow)) n.label = kLabelSlow;
+        if (job_label_rank(n.label) < job_label_rank(kLabelSlow)) n.label = kLabelSlow;
         hosts.insert(n.host);
         if (!slowest || *n.mean_gpu_util_pct < *slowest->mean_gpu_util_pct) slowest = &n;
         ReasonSummary r;
@@ -267,7 +260,7 @@ void find_straggler_nodes(JobReport& job) {
     if (!slowest) return;
     job.straggler_node = slowest->host;
     job.straggler_nodes.assign(hosts.begin(), hosts.end());
-    if (label_rank(job.verdict.label) < label_rank(kLabelSlow)) {
+    if (job_label_rank(job.verdict.label) < job_label_rank(kLabelSlow)) {
         job.verdict.label = kLabelSlow;
         job.verdict.bottleneck_hint = "compute";
         job.verdict.unknown_reasons.clear();

@@ -15,6 +15,7 @@
 
 #include "helper/node_stats.h"
 #include "helper/replay_timeline.h"
+#include "libstallscope/model/profile.h"
 #include "libstallscope/util/printable.h"
 
 namespace stallscope::cli {
@@ -102,6 +103,16 @@ struct ReportView {
 };
 // Default: fits a screen at any job size (grouped reasons, utilization distribution, top nodes).
 std::string job_report_text(const JobReport& report, const ReportView& view = {});
+
+// How bad a node's or the job's label is when the job view picks its worst: FAIL_RISK > SLOW > FAST >
+// UNKNOWN. Not the rules' label_rank (rules/finding.h, UNKNOWN above FAST), which weighs evidence within one
+// sample; here a node that measured FAST is not shown as worse than one that could not say.
+inline int job_label_rank(const std::string& label) {
+    if (label == kLabelFailRisk) return 3;
+    if (label == kLabelSlow) return 2;
+    if (label == kLabelFast) return 1;
+    return 0;
+}
 
 // Slurm-style host list: gpu-node-[01-03,07],login1 (names sorted naturally, runs of numbers compressed).
 std::string compress_host_list(std::vector<std::string> hosts);

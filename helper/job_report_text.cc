@@ -20,13 +20,6 @@ constexpr std::size_t kReasonGroupsShown = 12;
 constexpr std::size_t kWarningsShown = 10;
 constexpr std::size_t kLineWidth = 100;
 
-int label_rank(const std::string& label) {
-    if (label == kLabelFailRisk) return 3;
-    if (label == kLabelSlow) return 2;
-    if (label == kLabelFast) return 1;
-    return 0;
-}
-
 std::string format(const char* fmt, auto... args) {
     char buf[512];
     std::snprintf(buf, sizeof buf, fmt, args...);
@@ -407,9 +400,10 @@ std::string job_report_text(const JobReport& r, const ReportView& view) {
     } else {
         // Worst first: label, then no verdict, then lowest GPU utilization.
         std::stable_sort(rows.begin(), rows.end(), [](const NodeRecording* a, const NodeRecording* b) {
-            return std::make_tuple(-label_rank(a->label), !a->incomplete,
+            return std::make_tuple(-job_label_rank(a->label), !a->incomplete,
                                    a->mean_gpu_util_pct.value_or(1e9)) <
-                   std::make_tuple(-label_rank(b->label), !b->incomplete, b->mean_gpu_util_pct.value_or(1e9));
+                   std::make_tuple(-job_label_rank(b->label), !b->incomplete,
+                                   b->mean_gpu_util_pct.value_or(1e9));
         });
         rows.resize(std::min(rows.size(), view.top_nodes));
         node_rows(

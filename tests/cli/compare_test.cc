@@ -6,18 +6,18 @@
 
 #include "libstallscope/model/snapshot_json.h"
 #include "tests/cli/scenario_run.h"
+#include "tests/support/job_fixtures.h"
 #include "tests/support/run_process.h"
 
 using namespace stallscope;
+using stallscope::test::kJob4242;
+using stallscope::test::kJob4343;
 using stallscope::test::make_temp_dir;
 using stallscope::test::run_process;
 using stallscope::test::ScenarioRun;
 using stallscope::test::write_scenario_run;
 
 namespace {
-
-const std::string kJob4242 = std::string(STALLSCOPE_FIXTURES_DIR) + "/timelines/job-4242";
-const std::string kJob4343 = std::string(STALLSCOPE_FIXTURES_DIR) + "/timelines/job-4343";
 
 std::string run_dir(const char* tag, const ScenarioRun& run) {
     const std::string dir = make_temp_dir(tag);

@@ -31,7 +31,7 @@ std::vector<std::string> job_env_named(const std::string& job_name) {
 }
 
 // The one file in `dir` whose name starts with `prefix` ("verdict.0.": the host part is this machine's).
-std::string only_file(const std::string& dir, const std::string& prefix) {
+std::string the_only_file(const std::string& dir, const std::string& prefix) {
     std::string found;
     for (const auto& entry : std::filesystem::directory_iterator(dir))
         if (entry.path().filename().string().rfind(prefix, 0) == 0) {
@@ -42,7 +42,7 @@ std::string only_file(const std::string& dir, const std::string& prefix) {
     return found;
 }
 
-Json read_json(const std::string& path) {
+Json read_json_at(const std::string& path) {
     std::ifstream in(path);
     REQUIRE_MESSAGE(in.good(), path);
     return Json::parse(in);
@@ -74,12 +74,12 @@ TEST_CASE(
         job_env_named(kLatin1Name));
     REQUIRE_MESSAGE(rec.exit_code == 0, rec.err);
     CHECK(rec.err.find("internal error") == std::string::npos);
-    const Json verdict = read_json(only_file(dir, "verdict.0."));
+    const Json verdict = read_json_at(the_only_file(dir, "verdict.0."));
     CHECK(verdict["schema"] == "stallscope.verdict/1");
     CHECK(verdict["job_name"] == kReplaced);
     CHECK(verdict["timeline"].get<std::string>().find(kReplaced) != std::string::npos);
 
-    const std::string timeline = only_file(dir, "timeline.0.");
+    const std::string timeline = the_only_file(dir, "timeline.0.");
     const auto replay = run_process({STALLSCOPE_EXE, "replay", "--json", timeline});
     REQUIRE_MESSAGE(replay.exit_code == 0, replay.err);
     const Json replayed = Json::parse(replay.out);
@@ -129,7 +129,7 @@ TEST_CASE("a netdev name that is not UTF-8 (the kernel allows any byte but '/', 
     const auto rec = run_process(
         {STALLSCOPE_EXE, "record", "--out-dir", dir, "--interval-seconds", "0.05", "--count", "3"}, env);
     REQUIRE_MESSAGE(rec.exit_code == 0, rec.err);
-    CHECK(read_json(only_file(dir, "verdict.0."))["schema"] == "stallscope.verdict/1");
-    const auto replay = run_process({STALLSCOPE_EXE, "replay", "--json", only_file(dir, "timeline.0.")});
+    CHECK(read_json_at(the_only_file(dir, "verdict.0."))["schema"] == "stallscope.verdict/1");
+    const auto replay = run_process({STALLSCOPE_EXE, "replay", "--json", the_only_file(dir, "timeline.0.")});
     CHECK_MESSAGE(replay.exit_code == 0, replay.err);
 }

@@ -193,26 +193,4 @@ TEST_CASE("L4: the verdict's timeline field is never opened; only the timeline n
     CHECK(Json::parse(r.out)["nodes"][0]["timeline"] == "");
 }
 
-// 65 537 recordings take minutes at -O0 under AddressSanitizer (past the run's timeout); the cap is plain
-// counting, checked by the plain build's run of this test (tests/run-all.sh runs both builds).
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kSanitizerBuild = true;
-#else
-constexpr bool kSanitizerBuild = false;
-#endif
-
-TEST_CASE("a directory gives at most 65 536 recordings; the rest is named, not read" *
-          doctest::skip(kSanitizerBuild)) {
-    const std::string dir = make_temp_dir("job-files-many") + "/stallscope-9";
-    std::filesystem::create_directory(dir);
-    write_text(dir + "/verdict.0.node-02.json", verdict_of("node-02"));
-    // Distinct empty files (hard links would be read once anyway): each is a recording that fails fast.
-    for (int i = 0; i < 65536; ++i) {
-        const std::string name = dir + "/timeline.0.n" + std::to_string(i) + ".jsonl";
-        const int fd = ::open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
-        REQUIRE(fd >= 0);
-        ::close(fd);
-    }
-    const auto r = run_process({STALLSCOPE_EXE, "report", "--comment", "--jobs", "2", dir}, {}, 120);
-    CHECK(r.err.find(dir + ": more than 65536 recordings; 1 file(s) not read") != std::string::npos);
-}
+// The 65 537-recording cap is tests/cli/job_files_limit_test.sh (the plain build runs it).

@@ -11,15 +11,15 @@
 #include <sstream>
 
 #include "libstallscope/model/snapshot_json.h"
+#include "tests/support/job_fixtures.h"
 #include "tests/support/run_process.h"
 
 using namespace stallscope;
+using stallscope::test::kJob4343;
 using stallscope::test::run_process;
 namespace fs = std::filesystem;
 
 namespace {
-
-const std::string kJobDir = std::string(STALLSCOPE_FIXTURES_DIR) + "/timelines/job-4343";
 
 Json report_json(const std::vector<std::string>& inputs) {
     std::vector<std::string> argv{STALLSCOPE_EXE, "report"};
@@ -60,7 +60,7 @@ struct TempDir {
 }  // namespace
 
 TEST_CASE("an 8-node, 2-step job merges from its verdict files: steps and nodes counted apart, all named") {
-    const Json j = report_json({kJobDir});
+    const Json j = report_json({kJob4343});
     CHECK(j["job_id"] == "4343");
     CHECK(j["step_count"] == 2);
     CHECK(j["host_count"] == 8);
@@ -92,7 +92,7 @@ TEST_CASE("an 8-node, 2-step job merges from its verdict files: steps and nodes 
 }
 
 TEST_CASE("per-node rows: verdict files read, timelines replayed only where the verdict is missing or old") {
-    const Json j = report_json({kJobDir});
+    const Json j = report_json({kJob4343});
     const Json* n1 = node_row(j, "node-01", "0");
     REQUIRE(n1);
     CHECK((*n1)["source"] == "verdict");
@@ -126,7 +126,7 @@ TEST_CASE("per-node rows: verdict files read, timelines replayed only where the 
 }
 
 TEST_CASE("unmeasured GPU power/temperature and port pause stay null in JSON and '-' in text") {
-    const Json j = report_json({kJobDir});
+    const Json j = report_json({kJob4343});
     int node3_gpus = 0, last_index = -1;
     for (const auto& g : j["gpus"]) {
         if (g["host"] != "node-03" || g["step_id"] != "0") continue;
@@ -140,7 +140,7 @@ TEST_CASE("unmeasured GPU power/temperature and port pause stay null in JSON and
     CHECK(node3_gpus == 4);
     for (const auto& p : j["ports"])
         if (p["host"] == "node-03") CHECK(p["pause_occupancy"].is_null());
-    const auto r = run_process({STALLSCOPE_EXE, "report", kJobDir, "--node", "node-03"});
+    const auto r = run_process({STALLSCOPE_EXE, "report", kJob4343, "--node", "node-03"});
     REQUIRE(r.exit_code == 0);
     // util, then SM / tensor / DRAM (no GPM in this fixture: '-'), memory, power, maxT, throttle.
     CHECK(r.out.find("93%    -      -     -   80.0%       -      -     0.0%") != std::string::npos);
@@ -150,8 +150,8 @@ TEST_CASE("unmeasured GPU power/temperature and port pause stay null in JSON and
 }
 
 TEST_CASE("a node's statistics read from its verdict equal those replayed from its timeline") {
-    const Json merged = report_json({kJobDir});
-    const Json replayed = report_json({kJobDir + "/timeline.0.node-02.jsonl"});
+    const Json merged = report_json({kJob4343});
+    const Json replayed = report_json({kJob4343 + "/timeline.0.node-02.jsonl"});
     REQUIRE(replayed["ports"].size() == 2);
     for (const auto& want : replayed["ports"]) {
         bool found = false;
@@ -167,7 +167,7 @@ TEST_CASE("a node's statistics read from its verdict equal those replayed from i
 }
 
 TEST_CASE("the text report groups, names every straggler and missing node, and escapes control characters") {
-    const auto r = run_process({STALLSCOPE_EXE, "report", kJobDir});
+    const auto r = run_process({STALLSCOPE_EXE, "report", kJob4343});
     REQUIRE(r.exit_code == 0);
     CHECK(line_count(r.out) <= 60);
     for (const char* text : {"8 node(s), 2 step(s), 40 GPU(s) measured of 40 allocated",
@@ -189,14 +189,14 @@ TEST_CASE("report --help teaches; --node of an unknown host fails clearly") {
     CHECK(help.exit_code == 0);
     CHECK(help.out.find("--node HOST") != std::string::npos);
     CHECK(help.out.find("recording_incomplete") != std::string::npos);
-    const auto missing = run_process({STALLSCOPE_EXE, "report", kJobDir, "--node", "node-99"});
+    const auto missing = run_process({STALLSCOPE_EXE, "report", kJob4343, "--node", "node-99"});
     CHECK(missing.exit_code == 1);
     CHECK(missing.err.find("no recording of host node-99") != std::string::npos);
 }
 
 TEST_CASE("summarize writes summary.json/.txt with the same merge and renderer") {
     TempDir dir;
-    for (const auto& e : fs::directory_iterator(kJobDir)) fs::copy(e.path(), dir.path);
+    for (const auto& e : fs::directory_iterator(kJob4343)) fs::copy(e.path(), dir.path);
     const auto r = run_process({STALLSCOPE_EXE, "summarize", dir.path});
     REQUIRE(r.exit_code == 0);
     const Json summary = Json::parse(read_text(dir.path + "/summary.json"));
@@ -207,8 +207,8 @@ TEST_CASE("summarize writes summary.json/.txt with the same merge and renderer")
 
 TEST_CASE("hostile verdict files are named and skipped: symlink, FIFO, oversized, wrong types") {
     TempDir dir;
-    const std::string good = read_text(kJobDir + "/verdict.0.node-01.json");
-    REQUIRE(symlink((kJobDir + "/verdict.0.node-02.json").c_str(),
+    const std::string good = read_text(kJob4343 + "/verdict.0.node-01.json");
+    REQUIRE(symlink((kJob4343 + "/verdict.0.node-02.json").c_str(),
                     (dir.path + "/verdict.0.link.json").c_str()) == 0);
     REQUIRE(mkfifo((dir.path + "/verdict.0.fifo.json").c_str(), 0600) == 0);
     {
@@ -241,8 +241,8 @@ TEST_CASE("hostile verdict files are named and skipped: symlink, FIFO, oversized
 
 TEST_CASE("a verdict file over zero samples names its node instead of vanishing from the job") {
     TempDir dir;
-    Json v = Json::parse(read_text(kJobDir + "/verdict.0.node-01.json"));
-    fs::copy(kJobDir + "/verdict.0.node-02.json", dir.path);
+    Json v = Json::parse(read_text(kJob4343 + "/verdict.0.node-01.json"));
+    fs::copy(kJob4343 + "/verdict.0.node-02.json", dir.path);
     v["host"] = "node-09";
     v["verdict"]["samples"] = 0;
     v["verdict"]["reasons"] = Json::array();
@@ -259,10 +259,10 @@ TEST_CASE("a verdict file over zero samples names its node instead of vanishing 
 
 TEST_CASE("explicit verdict and timeline files (a shell glob) pair up as in their directory") {
     std::vector<std::string> files;
-    for (const auto& e : fs::directory_iterator(kJobDir)) files.push_back(e.path().string());
+    for (const auto& e : fs::directory_iterator(kJob4343)) files.push_back(e.path().string());
     // Named otherwise and not a timeline: left out of the job, named in the warnings (audit finding 6:
     // it used to become a node of its own, "Job ? user ?").
-    files.push_back(kJobDir + "/../make_multinode_job.py");
+    files.push_back(kJob4343 + "/../make_multinode_job.py");
     const Json j = report_json(files);
     CHECK(j["host_count"] == 8);
     CHECK(j["nodes"].size() == 11);

@@ -11,17 +11,17 @@
 #include <sstream>
 
 #include "libstallscope/model/snapshot_json.h"
+#include "tests/support/job_fixtures.h"
 #include "tests/support/run_process.h"
 
 using namespace stallscope;
+using stallscope::test::kJob4343;
 using stallscope::test::run_process;
 namespace fs = std::filesystem;
 
 namespace {
 
-const std::string kJobDir = std::string(STALLSCOPE_FIXTURES_DIR) + "/timelines/job-4343";
-
-Json read_json(const std::string& path) {
+Json read_json_file(const std::string& path) {
     std::ifstream in(path);
     std::stringstream s;
     s << in.rdbuf();
@@ -37,8 +37,8 @@ std::string host_name(int i) {
 // Hosts 1..300: every 4th from 1 a straggler (75), every 5th from 2 the faulty port (60), 300 without
 // a verdict (an empty timeline).
 void write_job(const std::string& dir) {
-    const Json healthy = read_json(kJobDir + "/verdict.0.node-01.json");
-    const Json faulty = read_json(kJobDir + "/verdict.0.node-02.json");
+    const Json healthy = read_json_file(kJob4343 + "/verdict.0.node-01.json");
+    const Json faulty = read_json_file(kJob4343 + "/verdict.0.node-02.json");
     for (int i = 1; i <= 300; ++i) {
         const std::string host = host_name(i);
         if (i == 300) {

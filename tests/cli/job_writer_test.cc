@@ -15,7 +15,7 @@ using namespace stallscope::test;
 
 namespace {
 
-std::vector<std::string> job_env(const std::string& node, const std::string& step_gpus) {
+std::vector<std::string> writer_job_env(const std::string& node, const std::string& step_gpus) {
     const std::string root = std::string(STALLSCOPE_FIXTURES_DIR) + "/nodes/" + node;
     return {"STALLSCOPE_PROCFS_ROOT=" + root + "/proc",
             "STALLSCOPE_SYSFS_ROOT=" + root + "/sys",
@@ -44,7 +44,7 @@ Recorded record(const std::string& out, std::vector<std::string> extra, const st
         "0.05",         "--liveness-fd", "3",         "--count", "3"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     const auto t0 = std::chrono::steady_clock::now();
-    std::vector<std::string> env = job_env("dgx-h100", step_gpus);
+    std::vector<std::string> env = writer_job_env("dgx-h100", step_gpus);
     env.push_back("STALLSCOPE_NVML_LIBRARY=" + nvml);
     const int pid = start_process(argv, env, fds[1]);
     ::close(fds[1]);
@@ -109,7 +109,7 @@ TEST_CASE("the writer prints its node segment before the merge, so a merge cut s
     std::ofstream(out + "/timeline.0.gpu-node-9.jsonl") << "";  // a node without a verdict: the writer waits
     int fds[2];
     REQUIRE(::pipe(fds) == 0);
-    std::vector<std::string> env = job_env("dgx-h100", "0,1");
+    std::vector<std::string> env = writer_job_env("dgx-h100", "0,1");
     env.push_back(std::string("STALLSCOPE_NVML_LIBRARY=") + FAKE_NVML_PATH);
     const int pid =
         start_process({STALLSCOPE_EXE, "record", "--out-dir", out, "--interval-seconds", "0.05",

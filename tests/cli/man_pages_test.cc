@@ -8,16 +8,13 @@
 #include <regex>
 #include <set>
 
+#include "tests/support/job_fixtures.h"
 #include "tests/support/run_process.h"
 
 using stallscope::test::run_process;
+using stallscope::test::slurp;
 
 namespace {
-
-std::string slurp(const std::string& path) {
-    std::ifstream in(path);
-    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
 
 // The page as a reader sees the words: troff's \- is a '-', font changes (\fB, \fR, \fI) are nothing.
 std::string man_text(const std::string& name) {

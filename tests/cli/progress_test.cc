@@ -17,7 +17,8 @@ using stallscope::test::run_process;
 
 namespace {
 
-const std::string kJobDir = std::string(STALLSCOPE_FIXTURES_DIR) + "/timelines/job-4242";  // 4 timelines
+const std::string kProgressJobDir =
+    std::string(STALLSCOPE_FIXTURES_DIR) + "/timelines/job-4242";  // 4 timelines
 
 struct TerminalRun {
     int exit_code = -1;
@@ -61,7 +62,7 @@ TerminalRun run_on_terminal(const std::vector<std::string>& argv, double timeout
 }  // namespace
 
 TEST_CASE("report at a terminal shows a progress line while timelines replay, erased before the report") {
-    const auto run = run_on_terminal({STALLSCOPE_EXE, "report", kJobDir, "--jobs", "1"});
+    const auto run = run_on_terminal({STALLSCOPE_EXE, "report", kProgressJobDir, "--jobs", "1"});
     REQUIRE(run.exit_code == 0);
     const std::string& s = run.screen;
     CHECK(s.find("0/4 recordings") != std::string::npos);  // drawn at once, whatever the machine's speed
@@ -79,11 +80,12 @@ TEST_CASE("report at a terminal shows a progress line while timelines replay, er
 }
 
 TEST_CASE("report and replay not at a terminal write no progress at all") {
-    const auto report = run_process({STALLSCOPE_EXE, "report", kJobDir});
+    const auto report = run_process({STALLSCOPE_EXE, "report", kProgressJobDir});
     REQUIRE(report.exit_code == 0);
     CHECK(report.err.empty());
-    const auto replay = run_process({STALLSCOPE_EXE, "replay", kJobDir + "/timeline.0.gpu-node-01.jsonl",
-                                     kJobDir + "/timeline.0.gpu-node-02.jsonl"});
+    const auto replay =
+        run_process({STALLSCOPE_EXE, "replay", kProgressJobDir + "/timeline.0.gpu-node-01.jsonl",
+                     kProgressJobDir + "/timeline.0.gpu-node-02.jsonl"});
     REQUIRE(replay.exit_code == 0);
     CHECK(replay.err.empty());
 }

@@ -13,10 +13,12 @@
 #include "libstallscope/model/snapshot_json.h"
 #include "tests/cli/fixture_env.h"
 #include "tests/cli/scenario_run.h"
+#include "tests/support/job_fixtures.h"
 #include "tests/support/run_process.h"
 
 using namespace stallscope;
 using stallscope::test::fixture_node_env;
+using stallscope::test::kJob4242;
 using stallscope::test::make_temp_dir;
 using stallscope::test::run_process;
 using stallscope::test::ScenarioRun;
@@ -25,8 +27,6 @@ using stallscope::test::wait_process;
 using stallscope::test::write_scenario_run;
 
 namespace {
-
-const std::string kJob4242 = std::string(STALLSCOPE_FIXTURES_DIR) + "/timelines/job-4242";
 
 double now() {
     timespec ts{};

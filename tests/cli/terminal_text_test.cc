@@ -7,28 +7,25 @@
 #include <fstream>
 
 #include "libstallscope/model/snapshot_json.h"
+#include "tests/support/job_fixtures.h"
 #include "tests/support/run_process.h"
 
 using namespace stallscope;
+using stallscope::test::kJob4242;
 using stallscope::test::make_temp_dir;
 using stallscope::test::run_process;
+using stallscope::test::slurp;
 
 namespace {
 
-const std::string kJobDir = std::string(STALLSCOPE_FIXTURES_DIR) + "/timelines/job-4242";
 const std::string kVerdict =
     std::string(STALLSCOPE_FIXTURES_DIR) + "/timelines/job-4343/verdict.0.node-02.json";
-const std::string kScenarios = std::string(STALLSCOPE_SOURCE_DIR) + "/tests/scenarios/";
-const std::string kFakeSacct = std::string(STALLSCOPE_SOURCE_DIR) + "/tests/cli/fake_sacct.py";
+const std::string kScenarioDir = std::string(STALLSCOPE_SOURCE_DIR) + "/tests/scenarios/";
+const std::string kFakeSacctScript = std::string(STALLSCOPE_SOURCE_DIR) + "/tests/cli/fake_sacct.py";
 // ESC ] 0 ; title BEL (OSC), ESC [ 31 m (CSI), U+009B (C1 CSI in UTF-8), U+202E (right-to-left override).
 const std::string kHostile =
     "x\x1b]0;pwned\x07\x1b[31m\xc2\x9b"
     "2J\xe2\x80\xaey";
-
-std::string slurp(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
 
 void write_text(const std::string& path, const std::string& text) {
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
@@ -63,7 +60,7 @@ std::string hostile_job_dir() {
 
 TEST_CASE("L2: compare prints no raw escape, C1 or bidi control from a job's files") {
     const std::string dir = hostile_job_dir();
-    const auto r = run_process({STALLSCOPE_EXE, "compare", kScenarios + "healthy_baseline.jsonl", dir});
+    const auto r = run_process({STALLSCOPE_EXE, "compare", kScenarioDir + "healthy_baseline.jsonl", dir});
     REQUIRE_MESSAGE(r.exit_code == 0, r.err);
     CHECK(r.out.find("reasons only in B:") != std::string::npos);  // the whole view was printed
     CHECK(r.out.find("\\x1b]0;pwned\\x07") != std::string::npos);
@@ -82,7 +79,7 @@ TEST_CASE("L2: replay, html and report stderr name hostile file names escaped") 
     check_terminal_safe(replay.err, "replay stderr");
     // A readable recording beside it: html writes its page (a directory of nothing but garbage is exit 1,
     // "no readable timeline"), and the garbage file is named in the warnings.
-    write_text(dir + "/timeline.0.good.jsonl", slurp(kScenarios + "healthy_baseline.jsonl"));
+    write_text(dir + "/timeline.0.good.jsonl", slurp(kScenarioDir + "healthy_baseline.jsonl"));
     const auto html = run_process({STALLSCOPE_EXE, "html", dir, "-o", dir + "/../page" + kHostile + ".html"});
     CHECK(html.err.find("stallscope: wrote ") != std::string::npos);
     check_terminal_safe(html.err, "html stderr");
@@ -91,7 +88,7 @@ TEST_CASE("L2: replay, html and report stderr name hostile file names escaped") 
 }
 
 TEST_CASE("L2: jobs escapes UTF-8-encoded C1 controls that arrive %-encoded in a segment") {
-    const auto r = run_process({STALLSCOPE_EXE, "jobs", "--sacct", kFakeSacct}, {"FAKE_SACCT_C1=1"});
+    const auto r = run_process({STALLSCOPE_EXE, "jobs", "--sacct", kFakeSacctScript}, {"FAKE_SACCT_C1=1"});
     REQUIRE_MESSAGE(r.exit_code == 0, r.err);
     CHECK(r.out.find("104") != std::string::npos);
     CHECK(r.out.find("x\\xc2\\x9b2J\\xc2\\x9d0;PWNED\\x07y") != std::string::npos);
@@ -101,7 +98,7 @@ TEST_CASE("L2: jobs escapes UTF-8-encoded C1 controls that arrive %-encoded in a
 
 TEST_CASE("I7: the HTML page shows no bidi override from a job's files") {
     const std::string dir = hostile_job_dir();
-    write_text(dir + "/timeline.0.node-02.jsonl", slurp(kJobDir + "/timeline.0.gpu-node-01.jsonl"));
+    write_text(dir + "/timeline.0.node-02.jsonl", slurp(kJob4242 + "/timeline.0.gpu-node-01.jsonl"));
     const std::string page = dir + "/../page.html";
     const auto r = run_process({STALLSCOPE_EXE, "report", dir, "--html", page});
     REQUIRE_MESSAGE(r.exit_code == 0, r.err);
@@ -112,7 +109,7 @@ TEST_CASE("I7: the HTML page shows no bidi override from a job's files") {
 
 TEST_CASE("I5: the page pins its one inline script by hash, no unsafe-inline script, no base or form") {
     const std::string page = make_temp_dir("terminal-csp") + "/job.html";
-    const auto r = run_process({STALLSCOPE_EXE, "html", kJobDir, "-o", page});
+    const auto r = run_process({STALLSCOPE_EXE, "html", kJob4242, "-o", page});
     REQUIRE_MESSAGE(r.exit_code == 0, r.err);
     const std::string text = slurp(page);
     const auto csp_at = text.find("Content-Security-Policy content=\"");
@@ -142,16 +139,16 @@ TEST_CASE(
     std::filesystem::create_directory(cwd + "/103");
     std::filesystem::copy_file(kVerdict, cwd + "/103/verdict.0.node-02.json");
     const auto r = run_process({"/usr/bin/env", "-C", cwd, STALLSCOPE_EXE, "compare", "103", "job:103",
-                                "--sacct", kFakeSacct, "--json"},
-                               {"FAKE_SACCT_JOB_DIR=" + kJobDir});
+                                "--sacct", kFakeSacctScript, "--json"},
+                               {"FAKE_SACCT_JOB_DIR=" + kJob4242});
     REQUIRE_MESSAGE(r.exit_code == 0, r.err);
     const Json j = Json::parse(r.out);
     CHECK(j["a"]["job_id"] == "4343");  // ./103, the path
     CHECK(j["b"]["job_id"] == "4242");  // job 103, through its AdminComment
     CHECK(r.err.find("stallscope: compare: 103 is a path here; reading the path, not job 103 (write job:103 "
                      "for the job)") != std::string::npos);
-    CHECK(r.err.find("stallscope: compare: job 103: reading " + kJobDir) != std::string::npos);
-    const auto bad = run_process({STALLSCOPE_EXE, "compare", "job:1x", kJobDir});
+    CHECK(r.err.find("stallscope: compare: job 103: reading " + kJob4242) != std::string::npos);
+    const auto bad = run_process({STALLSCOPE_EXE, "compare", "job:1x", kJob4242});
     CHECK(bad.exit_code == 2);
     CHECK(bad.err.find("job:1x: not a job id") != std::string::npos);
 }

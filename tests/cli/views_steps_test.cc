@@ -10,20 +10,17 @@
 #include <set>
 
 #include "helper/html_report_svg.h"
+#include "tests/support/job_fixtures.h"
 #include "tests/support/run_process.h"
 
 using stallscope::test::make_temp_dir;
 using stallscope::test::run_process;
+using stallscope::test::slurp;
 namespace svg = stallscope::cli::svg;
 
 namespace {
 
 const std::string kJob4343 = std::string(STALLSCOPE_FIXTURES_DIR) + "/timelines/job-4343";
-
-std::string slurp(const std::string& path) {
-    std::ifstream in(path);
-    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
 
 // The text between <figure ... id='ID'> and its </figure>.
 std::string figure(const std::string& page, const std::string& id) {

@@ -5,21 +5,18 @@
 #include <fstream>
 
 #include "libstallscope/model/snapshot_json.h"
+#include "tests/support/job_fixtures.h"
 #include "tests/support/run_process.h"
 
 using namespace stallscope;
 using stallscope::test::make_temp_dir;
 using stallscope::test::run_process;
+using stallscope::test::slurp;
 
 namespace {
 
 const std::string kJobDir = std::string(STALLSCOPE_FIXTURES_DIR) + "/timelines/job-4242";
 const std::string kScenarios = std::string(STALLSCOPE_SOURCE_DIR) + "/tests/scenarios/";
-
-std::string slurp(const std::string& path) {
-    std::ifstream in(path);
-    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
 
 // The JSON embedded in <script type='application/json' id=ID>...</script>.
 Json embedded_json(const std::string& page, const std::string& id) {

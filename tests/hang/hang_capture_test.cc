@@ -38,9 +38,9 @@ struct TempDir {
     ~TempDir() { std::system(("rm -rf '" + path + "'").c_str()); }
 };
 
-struct Child {
+struct CaptureChild {
     pid_t pid = -1;
-    ~Child() {
+    ~CaptureChild() {
         if (pid > 0) {
             ::kill(pid, SIGKILL);
             ::waitpid(pid, nullptr, 0);
@@ -96,7 +96,7 @@ TEST_CASE("a hang: the dump is asked through the FIFO, copied, summarised; a FIF
     const std::string fixture =
         read_file(std::string(STALLSCOPE_FIXTURES_DIR) + "/hang/fr/behind-by-one/nccl_trace_rank_2");
     REQUIRE(!fixture.empty());
-    Child monitor{start_monitor(dir.path + "/frpipe_2.pipe", dir.path + "/fr_dump_2", fixture)};
+    CaptureChild monitor{start_monitor(dir.path + "/frpipe_2.pipe", dir.path + "/fr_dump_2", fixture)};
     REQUIRE(::mkfifo((dir.path + "/frpipe_3.pipe").c_str(), 0666) == 0);  // rank 3: nobody reads
 
     CaptureRequest req = request_in(dir, {monitor.pid});
@@ -131,7 +131,7 @@ TEST_CASE("past the CPU budget a dump is still copied, but not parsed") {
     TempDir dir;
     const std::string fixture =
         read_file(std::string(STALLSCOPE_FIXTURES_DIR) + "/hang/fr/all-inside/nccl_trace_rank_0");
-    Child monitor{start_monitor(dir.path + "/frpipe_0.pipe", dir.path + "/fr_dump_0", fixture)};
+    CaptureChild monitor{start_monitor(dir.path + "/frpipe_0.pipe", dir.path + "/fr_dump_0", fixture)};
     CaptureRequest req = request_in(dir, {monitor.pid});
     req.flight_recorder = FlightRecorderPaths{dir.path + "/frpipe_", dir.path + "/fr_dump_", false};
     req.budget.max_cpu_seconds = 0;
@@ -147,7 +147,7 @@ TEST_CASE("past the CPU budget a dump is still copied, but not parsed") {
 
 TEST_CASE("a job without PyTorch: the capture still has /proc, and says there is no flight recorder") {
     TempDir dir;
-    Child sleeper{::fork()};
+    CaptureChild sleeper{::fork()};
     if (sleeper.pid == 0) {
         ::pause();
         ::_exit(0);
@@ -182,7 +182,7 @@ TEST_CASE("an old dump is not taken for the new one; a rank that never dumps tim
     { std::ofstream(old_dump) << "old"; }
     const timespec long_ago[2] = {{1000, 0}, {1000, 0}};
     REQUIRE(::utimensat(AT_FDCWD, old_dump.c_str(), long_ago, 0) == 0);
-    Child monitor{start_monitor(dir.path + "/frpipe_0.pipe", old_dump, "")};
+    CaptureChild monitor{start_monitor(dir.path + "/frpipe_0.pipe", old_dump, "")};
     CaptureRequest req = request_in(dir, {monitor.pid});
     req.flight_recorder = FlightRecorderPaths{dir.path + "/frpipe_", dir.path + "/fr_dump_", false};
     req.budget.max_wall_seconds = 3;

@@ -23,10 +23,11 @@ using namespace stallscope::spank;
 namespace {
 
 const std::string kForeign = "JS1:abc def Foo=bar";
-const std::string kReal = kForeign + "; stallscope/1 SLOW conf=0.80 top=x gpus=8 dur=10 file=/a b/v.json";
+const std::string kRealComment =
+    kForeign + "; stallscope/1 SLOW conf=0.80 top=x gpus=8 dur=10 file=/a b/v.json";
 const std::string kSegment = "stallscope/1 FAST conf=0.90 gpus=1 dur=10 node=vm";
 
-std::string slurp(const std::string& path) {
+std::string slurp_file(const std::string& path) {
     std::ifstream in(path);
     std::stringstream ss;
     ss << in.rdbuf();
@@ -53,12 +54,12 @@ struct FakeSlurm {
         const std::string fixtures = std::string(STALLSCOPE_TESTS_DIR) + "/spank/fixtures/";
         // 22.05's text forms of job 13 (captured), the user renaming the job between the two calls.
         spit(dir + "/multi.txt",
-             with_name(slurp(fixtures + "scontrol_show_job_admincomment.txt"), name_first_read));
-        spit(dir + "/one.txt",
-             with_name(slurp(fixtures + "scontrol_show_job_admincomment.oneline.txt"), name_second_read));
+             with_name(slurp_file(fixtures + "scontrol_show_job_admincomment.txt"), name_first_read));
+        spit(dir + "/one.txt", with_name(slurp_file(fixtures + "scontrol_show_job_admincomment.oneline.txt"),
+                                         name_second_read));
         // The job record the reader prints, with whatever name the job has now.
         const nlohmann::json record = {
-            {"jobs", {{{"job_id", 13}, {"name", name_second_read}, {"admin_comment", kReal}}}},
+            {"jobs", {{{"job_id", 13}, {"name", name_second_read}, {"admin_comment", kRealComment}}}},
             {"errors", nlohmann::json::array()}};
         spit(dir + "/record.json", record.dump() + "\n");
         const std::string script =
@@ -83,7 +84,7 @@ struct FakeSlurm {
     ~FakeSlurm() { remove_tree(dir); }
     // The AdminComment= argument of the `scontrol update` that was run, or "<no update>".
     std::string written() const {
-        const std::string args = slurp(dir + "/update.args");
+        const std::string args = slurp_file(dir + "/update.args");
         const std::string key = std::string(1, '\0') + "AdminComment=";
         const auto at = args.find(key);
         if (at == std::string::npos) return "<no update>";
@@ -136,7 +137,7 @@ TEST_CASE("comment write: a reader that fails or prints something else leaves Ad
               std::string::npos);
     }
     SUBCASE("not JSON (the text form)") {
-        spit(slurm.dir + "/record.json", slurp(slurm.dir + "/multi.txt"));
+        spit(slurm.dir + "/record.json", slurp_file(slurm.dir + "/multi.txt"));
         CHECK(write_job_comment(slurm.config, "13", kSegment).find("not JSON") != std::string::npos);
     }
     SUBCASE("an unknown key for the comment") {

@@ -21,14 +21,14 @@ using namespace stallscope::spank;
 
 namespace {
 
-struct TempDir {
+struct EpilogTempDir {
     std::string path;
-    TempDir() {
+    EpilogTempDir() {
         char tmpl[] = "/tmp/stallscope-epilog-test.XXXXXX";
         path = mkdtemp(tmpl);
         chmod(path.c_str(), 0755);  // a root-owned 0755 run_dir, as make_root_dir leaves it
     }
-    ~TempDir() { remove_tree(path); }
+    ~EpilogTempDir() { remove_tree(path); }
 };
 
 void touch(const std::string& path, long mtime_s) {
@@ -88,7 +88,7 @@ TEST_CASE(
 }
 
 TEST_CASE("L1: the epilog removes the job's run_dir files whatever the state file says") {
-    TempDir run;
+    EpilogTempDir run;
     PluginConfig config = default_config();
     config.run_dir = run.path;
     config.helper = "/nonexistent/stallscope";
@@ -115,7 +115,7 @@ TEST_CASE("L1: the epilog removes the job's run_dir files whatever the state fil
 }
 
 TEST_CASE("L5: the stale scan follows no symlink in any component, and says missing for a missing dir") {
-    TempDir t;
+    EpilogTempDir t;
     const std::string real = t.path + "/real", dir = real + "/stallscope-7";
     REQUIRE(mkdir(real.c_str(), 0755) == 0);
     REQUIRE(mkdir(dir.c_str(), 0755) == 0);
@@ -141,7 +141,7 @@ TEST_CASE("L5: the stale scan follows no symlink in any component, and says miss
 }
 
 TEST_CASE("L5: the stale scan stops at its deadline and at its entry cap, before an answer") {
-    TempDir t;
+    EpilogTempDir t;
     const std::string dir = t.path + "/stallscope-8";
     REQUIRE(mkdir(dir.c_str(), 0755) == 0);
     touch(dir + "/summary.json", 5000);
@@ -158,8 +158,8 @@ TEST_CASE("L5: the stale scan stops at its deadline and at its entry cap, before
 }
 
 TEST_CASE("L5/L6: the epilog checks in a bounded child, summarizes what it cannot judge, logs escaped") {
-    TempDir run;
-    TempDir jobs;
+    EpilogTempDir run;
+    EpilogTempDir jobs;
     chmod(jobs.path.c_str(), 0777);
     PluginConfig config = default_config();
     config.run_dir = run.path;

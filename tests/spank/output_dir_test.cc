@@ -18,18 +18,18 @@ using stallscope::cli::OutputDir;
 
 namespace {
 
-struct TempDir {
+struct OutDirTempDir {
     std::string path;
-    TempDir() {
+    OutDirTempDir() {
         char tmpl[] = "/tmp/stallscope-outdir-test.XXXXXX";
         path = mkdtemp(tmpl);
         chmod(path.c_str(), 0755);
     }
-    ~TempDir() { stallscope::spank::remove_tree(path); }
+    ~OutDirTempDir() { stallscope::spank::remove_tree(path); }
 };
 
 // choose_output_dir with TMPDIR pointing into `tmp` (the fallback goes there), stderr captured.
-OutputDir choose(const std::string& requested, const TempDir& tmp, std::string* stderr_text) {
+OutputDir choose(const std::string& requested, const OutDirTempDir& tmp, std::string* stderr_text) {
     const char* old = std::getenv("TMPDIR");
     std::string saved = old ? old : "";
     setenv("TMPDIR", tmp.path.c_str(), 1);
@@ -59,7 +59,7 @@ bool contains(const std::string& text, const std::string& part) {
 }  // namespace
 
 TEST_CASE("output dir: created 0755 when missing, used as is when it is ours; no warning") {
-    TempDir submit, tmp;
+    OutDirTempDir submit, tmp;
     std::string err;
     OutputDir out = choose(submit.path + "/stallscope-7/", tmp, &err);
     CHECK(out.path == submit.path + "/stallscope-7");
@@ -72,7 +72,7 @@ TEST_CASE("output dir: created 0755 when missing, used as is when it is ours; no
 }
 
 TEST_CASE("output dir: a planted symlink is not followed; the fallback is used and said on stderr") {
-    TempDir submit, tmp, attacker;
+    OutDirTempDir submit, tmp, attacker;
     const std::string planted = submit.path + "/stallscope-8";
     REQUIRE(symlink(attacker.path.c_str(), planted.c_str()) == 0);
     std::string err;
@@ -85,13 +85,13 @@ TEST_CASE("output dir: a planted symlink is not followed; the fallback is used a
 }
 
 TEST_CASE("output dir: a missing parent is not created (root included); a regular file is refused loudly") {
-    TempDir tmp;
+    OutDirTempDir tmp;
     std::string err;
     OutputDir out = choose("/nonexistent-stallscope-test/x", tmp, &err);
     CHECK(access("/nonexistent-stallscope-test", F_OK) != 0);
     CHECK(out.path == tmp.path + "/stallscope-" + std::to_string(getuid()) + "/x");
     CHECK(contains(err, "parent directory does not exist"));
-    TempDir submit;
+    OutDirTempDir submit;
     const std::string file = submit.path + "/stallscope-9";
     std::ofstream(file) << "x";
     out = choose(file, tmp, &err);
@@ -100,7 +100,7 @@ TEST_CASE("output dir: a missing parent is not created (root included); a regula
 }
 
 TEST_CASE("output dir: a directory writable by others, or owned by someone else, is refused") {
-    TempDir submit, tmp;
+    OutDirTempDir submit, tmp;
     const std::string dir = submit.path + "/stallscope-10";
     REQUIRE(mkdir(dir.c_str(), 0755) == 0);
     REQUIRE(chmod(dir.c_str(), 0777) == 0);

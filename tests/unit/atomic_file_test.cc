@@ -16,7 +16,7 @@ using namespace stallscope;
 
 namespace {
 
-std::string temp_dir() {
+std::string atomic_temp_dir() {
     char name[] = "/tmp/stallscope-atomic-XXXXXX";
     REQUIRE(::mkdtemp(name) != nullptr);
     return name;
@@ -42,7 +42,7 @@ struct Umask {
 }  // namespace
 
 TEST_CASE("the file mode follows the umask; the Prometheus textfile stays 0644") {
-    const std::string dir = temp_dir();
+    const std::string dir = atomic_temp_dir();
     std::string error;
     {
         Umask u(077);
@@ -60,7 +60,7 @@ TEST_CASE("the file mode follows the umask; the Prometheus textfile stays 0644")
 }
 
 TEST_CASE("a pre-created temp name is never opened: the directory's owner cannot hand us their file") {
-    const std::string dir = temp_dir();
+    const std::string dir = atomic_temp_dir();
     const std::string target = dir + "/report.html";
     const std::string planted = atomic_temp_path(target);
     { std::ofstream(planted) << "planted"; }
@@ -86,7 +86,7 @@ TEST_CASE("a pre-created temp name is never opened: the directory's owner cannot
 }
 
 TEST_CASE("a directory component that is someone else's symlink is not followed; our own and root's are") {
-    const std::string dir = temp_dir();
+    const std::string dir = atomic_temp_dir();
     std::filesystem::create_directory(dir + "/real");
     REQUIRE(::symlink((dir + "/real").c_str(), (dir + "/mine").c_str()) == 0);
     std::string error;
@@ -105,7 +105,7 @@ TEST_CASE("a directory component that is someone else's symlink is not followed;
 }
 
 TEST_CASE("write_file_atomically: a relative path, a failure names the path, no temp file is left") {
-    const std::string dir = temp_dir();
+    const std::string dir = atomic_temp_dir();
     std::string error;
     CHECK(!write_file_atomically(dir + "/missing/x", "x", false, error));
     CHECK(error.find(dir + "/missing") != std::string::npos);

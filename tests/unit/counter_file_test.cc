@@ -11,7 +11,7 @@
 using namespace stallscope;
 
 namespace {
-std::string temp_dir() {
+std::string counter_temp_dir() {
     char tmpl[] = "/tmp/stallscope-cf-XXXXXX";
     REQUIRE(mkdtemp(tmpl) != nullptr);
     return tmpl;
@@ -19,7 +19,7 @@ std::string temp_dir() {
 }  // namespace
 
 TEST_CASE("a kept-open counter file sees each new value with pread") {
-    const std::string dir = temp_dir();
+    const std::string dir = counter_temp_dir();
     const std::string path = dir + "/port_rcv_data";
     { std::ofstream(path) << "100\n"; }
     CounterFile file(path);
@@ -37,7 +37,7 @@ TEST_CASE("a kept-open counter file sees each new value with pread") {
 }
 
 TEST_CASE("a missing file reports why and can appear later") {
-    const std::string dir = temp_dir();
+    const std::string dir = counter_temp_dir();
     CounterFile file(dir + "/absent");
     std::string error;
     CHECK_FALSE(file.read(error));
@@ -50,7 +50,7 @@ TEST_CASE("a missing file reports why and can appear later") {
 }
 
 TEST_CASE("a directory where a counter should be is marked unsupported and not re-read") {
-    const std::string dir = temp_dir();
+    const std::string dir = counter_temp_dir();
     CounterFile file(dir);
     std::string error;
     CHECK_FALSE(file.read(error));

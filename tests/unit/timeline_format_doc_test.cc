@@ -99,7 +99,7 @@ std::string hex_of(const std::string& bytes) {
     return out;
 }
 
-bool same_bits(double a, double b) {
+bool same_double_bits(double a, double b) {
     return std::memcmp(&a, &b, sizeof a) == 0;
 }
 
@@ -197,7 +197,7 @@ TEST_CASE("timeline-format.md: each gauge is written and read back bit for bit a
             CHECK(hex_of(written) == hex_of(bytes));
             const PlainRecord record = read_record(std::string("\x1e\x02\x01", 3) + bytes);
             REQUIRE(record.g.size() == 1);
-            CHECK(same_bits(record.g[0], value));
+            CHECK(same_double_bits(record.g[0], value));
             ++checked;
         }
     CHECK(checked >= 4);

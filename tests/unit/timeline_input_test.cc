@@ -16,7 +16,7 @@ using namespace stallscope;
 
 namespace {
 
-std::string temp_dir() {
+std::string input_temp_dir() {
     char tmpl[] = "/tmp/stallscope-tlin-XXXXXX";
     REQUIRE(mkdtemp(tmpl) != nullptr);
     return tmpl;
@@ -57,7 +57,7 @@ const char* kSample = R"({"type":"sample","unix_time":1,"host":"n1"})";
 }  // namespace
 
 TEST_CASE("a FIFO named like a timeline is refused at once, without waiting for a writer") {
-    const std::string path = temp_dir() + "/timeline.0.x.jsonl";
+    const std::string path = input_temp_dir() + "/timeline.0.x.jsonl";
     REQUIRE(::mkfifo(path.c_str(), 0600) == 0);
     const Result r = read(path);
     CHECK_FALSE(r.ok);
@@ -66,7 +66,7 @@ TEST_CASE("a FIFO named like a timeline is refused at once, without waiting for 
 }
 
 TEST_CASE("a symlink (to /dev/zero, or to a real timeline) is refused, and memory does not grow") {
-    const std::string dir = temp_dir();
+    const std::string dir = input_temp_dir();
     REQUIRE(::symlink("/dev/zero", (dir + "/timeline.0.zero.jsonl").c_str()) == 0);
     const long rss_before = max_rss_kib();
     const Result r = read(dir + "/timeline.0.zero.jsonl");
@@ -80,7 +80,7 @@ TEST_CASE("a symlink (to /dev/zero, or to a real timeline) is refused, and memor
 }
 
 TEST_CASE("/dev/null, an empty file, an ELF binary and another tool's JSON are not stallscope timelines") {
-    const std::string dir = temp_dir();
+    const std::string dir = input_temp_dir();
     std::ofstream(dir + "/empty.jsonl").flush();
     std::ofstream(dir + "/other.jsonl") << R"({"level":"info","msg":"started"})"
                                         << "\n"
@@ -98,7 +98,7 @@ TEST_CASE("/dev/null, an empty file, an ELF binary and another tool's JSON are n
 }
 
 TEST_CASE("a 5 MB random file is refused in one error; random lines after a timeline give capped warnings") {
-    const std::string dir = temp_dir();
+    const std::string dir = input_temp_dir();
     std::mt19937 rng(42);
     std::string noise(5 << 20, '\0');
     for (auto& c : noise) c = static_cast<char>(rng());
@@ -117,7 +117,7 @@ TEST_CASE("a 5 MB random file is refused in one error; random lines after a time
 }
 
 TEST_CASE("a line over the cap is skipped with one warning; the buffer does not grow with it") {
-    const std::string dir = temp_dir();
+    const std::string dir = input_temp_dir();
     {
         std::ofstream out(dir + "/long.jsonl", std::ios::binary);
         out << kHeader << "\n" << kSample << "\n";
@@ -141,7 +141,7 @@ TEST_CASE("a line over the cap is skipped with one warning; the buffer does not 
 }
 
 TEST_CASE("a zstd bomb stops at the expansion cap with an error") {
-    const std::string dir = temp_dir();
+    const std::string dir = input_temp_dir();
     // A valid start, then 300 MiB of blank lines: ~10 KiB compressed.
     ZSTD_CCtx* cctx = ZSTD_createCCtx();
     std::string compressed, chunk(1 << 20, '\n');
@@ -176,7 +176,7 @@ TEST_CASE("a zstd bomb stops at the expansion cap with an error") {
 }
 
 TEST_CASE("standard input is read when the path is '-'") {
-    const std::string dir = temp_dir();
+    const std::string dir = input_temp_dir();
     std::ofstream(dir + "/t.jsonl") << kHeader << "\n" << kSample << "\n" << kSample << "\n";
     const int saved = ::dup(STDIN_FILENO);
     REQUIRE(std::freopen((dir + "/t.jsonl").c_str(), "r", stdin) != nullptr);

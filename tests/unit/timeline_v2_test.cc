@@ -24,7 +24,7 @@ using stallscope::test::write_then_read;
 
 namespace {
 
-std::string temp_dir() {
+std::string v2_temp_dir() {
     char tmpl[] = "/tmp/stallscope-tl2-XXXXXX";
     REQUIRE(mkdtemp(tmpl) != nullptr);
     return tmpl;
@@ -193,7 +193,7 @@ std::vector<Snapshot> part_changes() {
 
 TEST_CASE("v2 round trip: every fixture node, with moving counters, reads back exactly") {
     const std::string nodes = std::string(STALLSCOPE_FIXTURES_DIR) + "/nodes";
-    const std::string dir = temp_dir();
+    const std::string dir = v2_temp_dir();
     for (const auto& node : entries(nodes)) {
         CAPTURE(node);
         const auto written = moving(node_snapshot(nodes + "/" + node), 12);
@@ -204,7 +204,7 @@ TEST_CASE("v2 round trip: every fixture node, with moving counters, reads back e
 
 TEST_CASE("v2 round trip: the scenario recordings (GPUs, NCCL, Xids) read back exactly") {
     const std::string scenarios = std::string(STALLSCOPE_TESTS_DIR) + "/scenarios";
-    const std::string dir = temp_dir();
+    const std::string dir = v2_temp_dir();
     for (const auto& name : entries(scenarios, ".jsonl")) {
         CAPTURE(name);
         TimelineContents v1;
@@ -234,14 +234,14 @@ TEST_CASE("to_json's top-level keys are the parts the writer walks (else it comp
 }
 
 TEST_CASE("the reader's per-field re-reads follow every kind of part change exactly") {
-    const std::string dir = temp_dir();
+    const std::string dir = v2_temp_dir();
     const auto written = part_changes();
     check_same(write_then_read(written, dir + "/t.jsonl.zst"), written, written.size());
     check_same(write_then_read(written, dir + "/frames.jsonl.zst", nullptr, 4), written, written.size());
 }
 
 TEST_CASE("a record that sets a wrong-typed value: every sample after it warns, as a whole read would") {
-    const std::string dir = temp_dir();
+    const std::string dir = v2_temp_dir();
     Snapshot s = test::full_snapshot();
     std::string text = R"({"type":"header","schema":"stallscope.timeline/2"})"
                        "\n";
@@ -275,7 +275,7 @@ TEST_CASE("a record that sets a wrong-typed value: every sample after it warns, 
 TEST_CASE("after a damaged record no sample comes out, not even for a record that changes nothing") {
     // Found by the timeline fuzz target: a record with no changes after a damaged one handed out the
     // sample from before the damage (the whole read gave an empty one). One warning for the damage.
-    const std::string dir = temp_dir();
+    const std::string dir = v2_temp_dir();
     Snapshot s = test::full_snapshot();
     std::string text = R"({"type":"header","schema":"stallscope.timeline/2"})"
                        "\n";
@@ -330,7 +330,7 @@ TEST_CASE("unchanged values cost nothing: a sample that only moved in time is it
 
 TEST_CASE(
     "the decompressed stream is JSON lines and binary records (what zstdcat | grep -a '^{' | jq sees)") {
-    const std::string dir = temp_dir();
+    const std::string dir = v2_temp_dir();
     // The clock and the counters move, nothing else: after a frame's full sample, its first change record
     // lists them (JSON), the next is binary.
     const Snapshot base = node_snapshot(std::string(STALLSCOPE_FIXTURES_DIR) + "/nodes/vm");
@@ -360,7 +360,7 @@ TEST_CASE(
 }
 
 TEST_CASE("a days-long step sampled every 30 s starts a new frame every hour, not every 3 600 samples") {
-    const std::string dir = temp_dir();
+    const std::string dir = v2_temp_dir();
     auto written = moving(node_snapshot(std::string(STALLSCOPE_FIXTURES_DIR) + "/nodes/vm"), 250);
     const double start = written.front().time;
     // 30 s apart; at sample 200 the clock steps back an hour, then goes on 30 s apart.
@@ -389,7 +389,7 @@ TEST_CASE("a days-long step sampled every 30 s starts a new frame every hour, no
 }
 
 TEST_CASE("a killed helper: every cut of the file reads the samples before the cut, exactly") {
-    const std::string dir = temp_dir();
+    const std::string dir = v2_temp_dir();
     const auto written = moving(node_snapshot(std::string(STALLSCOPE_FIXTURES_DIR) + "/nodes/roce"), 10);
     write_then_read(written, dir + "/whole.jsonl.zst");
     const std::string bytes = test::file_bytes(dir + "/whole.jsonl.zst");
@@ -409,7 +409,7 @@ TEST_CASE("a killed helper: every cut of the file reads the samples before the c
 }
 
 TEST_CASE("a damaged frame is skipped to the next one; the samples there are exact") {
-    const std::string dir = temp_dir();
+    const std::string dir = v2_temp_dir();
     const auto written = moving(node_snapshot(std::string(STALLSCOPE_FIXTURES_DIR) + "/nodes/roce"), 12);
     write_then_read(written, dir + "/t.jsonl.zst", nullptr, 4);
     std::string bytes = test::file_bytes(dir + "/t.jsonl.zst");
@@ -435,7 +435,7 @@ TEST_CASE("a damaged frame is skipped to the next one; the samples there are exa
 
 TEST_CASE(
     "a reopened v2 file (the helper moved to the fallback directory) restarts with header and full sample") {
-    const std::string dir = temp_dir();
+    const std::string dir = v2_temp_dir();
     const auto written = moving(node_snapshot(std::string(STALLSCOPE_FIXTURES_DIR) + "/nodes/vm"), 6);
     TimelineWriter w(TimelineFormat::zstd_v2);
     std::string error;
@@ -475,7 +475,7 @@ static std::vector<std::string> exported_lines(const std::string& path, const st
 }
 
 TEST_CASE("export gives v1 lines, every sample whole, that read back to the same samples") {
-    const std::string dir = temp_dir();
+    const std::string dir = v2_temp_dir();
     const auto written = moving(node_snapshot(std::string(STALLSCOPE_FIXTURES_DIR) + "/nodes/roce"), 7);
     write_then_read(written, dir + "/t.jsonl.zst", nullptr, 3);
     int samples = 0;
@@ -496,7 +496,7 @@ TEST_CASE("export gives v1 lines, every sample whole, that read back to the same
 }
 
 TEST_CASE("export writes each sample line as the tree's dump() would, UTF-8 text included") {
-    const std::string dir = temp_dir();
+    const std::string dir = v2_temp_dir();
     auto written = moving(node_snapshot(std::string(STALLSCOPE_FIXTURES_DIR) + "/nodes/roce"), 6);
     written[2].warnings.push_back("GPU 3: température élevée");  // UTF-8, written as is
     written[3].warnings.push_back("bad byte \xff");  // the timeline holds U+FFFD (dump()'s replace)
@@ -516,7 +516,7 @@ TEST_CASE("export writes each sample line as the tree's dump() would, UTF-8 text
 }
 
 TEST_CASE("an unfinished frame followed by a new one (helper killed, then restarted): nothing is lost") {
-    const std::string dir = temp_dir();
+    const std::string dir = v2_temp_dir();
     const auto written = moving(node_snapshot(std::string(STALLSCOPE_FIXTURES_DIR) + "/nodes/roce"), 10);
     const std::string path = dir + "/t.jsonl.zst";
     std::string error;

@@ -26,7 +26,7 @@ Roots fake_roots() {
     return roots;
 }
 
-Snapshot sample(Source& source, std::vector<std::string> visible = {}) {
+Snapshot depth_sample(Source& source, std::vector<std::string> visible = {}) {
     Snapshot snapshot;
     snapshot.context.visible_devices = std::move(visible);
     source.sample(snapshot);
@@ -35,7 +35,7 @@ Snapshot sample(Source& source, std::vector<std::string> visible = {}) {
 
 // The fake's test hook: how many times a query reached a device. Loads the fake when no source has yet
 // (not RTLD_NOLOAD): run alone, or first, a test asks before its source's first sample loaded it.
-unsigned long long fake_query_count(const char* query) {
+unsigned long long fake_depth_query_count(const char* query) {
     void* handle = ::dlopen(STALLSCOPE_FAKE_NVML_PATH, RTLD_NOW);
     REQUIRE(handle != nullptr);
     auto fn = reinterpret_cast<unsigned long long (*)(const char*)>(
@@ -55,8 +55,8 @@ void wait_gpm_interval() {
 TEST_CASE("GPM on an H100: SM, occupancy, tensor, DRAM, PCIe and NVLink activity in the very first sample") {
     ScopedEnv env("STALLSCOPE_FAKE_NVML_FIXTURE", fixture("nodes/h100-slurm-step/nvml.json"));
     auto source = make_nvidia_source(fake_roots());
-    const auto samples_before = fake_query_count("gpm_sample");
-    const Snapshot first = sample(*source);
+    const auto samples_before = fake_depth_query_count("gpm_sample");
+    const Snapshot first = depth_sample(*source);
     CHECK(first.warnings.empty());
     REQUIRE(first.gpus.size() == 2);
     REQUIRE(first.gpus[0].gpm.has_value());
@@ -71,26 +71,26 @@ TEST_CASE("GPM on an H100: SM, occupancy, tensor, DRAM, PCIe and NVLink activity
     CHECK(m.nvlink_rx_mib_per_s == doctest::Approx(48211));
     CHECK(first.gpus[1].gpm->sm_active_pct == doctest::Approx(87));
     // One baseline sample plus one paired sample per GPU (the fake refuses pairs < 100 ms apart).
-    CHECK(fake_query_count("gpm_sample") - samples_before == 4);
+    CHECK(fake_depth_query_count("gpm_sample") - samples_before == 4);
 
     // Asked again at once: too soon for a pair, so nothing is taken and GPM is absent, not 0.
-    const Snapshot too_soon = sample(*source);
+    const Snapshot too_soon = depth_sample(*source);
     CHECK_FALSE(too_soon.gpus[0].gpm.has_value());
-    CHECK(fake_query_count("gpm_sample") - samples_before == 4);
+    CHECK(fake_depth_query_count("gpm_sample") - samples_before == 4);
     CHECK(too_soon.warnings.empty());
 
     // Later: paired with the last sample taken (ping-pong), values again.
     wait_gpm_interval();
-    const Snapshot later = sample(*source);
+    const Snapshot later = depth_sample(*source);
     REQUIRE(later.gpus[0].gpm.has_value());
     CHECK(later.gpus[0].gpm->tensor_active_pct == doctest::Approx(62));
-    CHECK(fake_query_count("gpm_sample") - samples_before == 6);
+    CHECK(fake_depth_query_count("gpm_sample") - samples_before == 6);
 }
 
 TEST_CASE("NVLink and PCIe counters come from field values; processes with their GPU memory") {
     ScopedEnv env("STALLSCOPE_FAKE_NVML_FIXTURE", fixture("nodes/h100-slurm-step/nvml.json"));
     auto source = make_nvidia_source(fake_roots());
-    const Snapshot s = sample(*source);
+    const Snapshot s = depth_sample(*source);
     REQUIRE(s.gpus.size() == 2);
     REQUIRE(s.gpus[0].interconnect.has_value());
     const GpuInterconnect& l = *s.gpus[0].interconnect;
@@ -118,7 +118,7 @@ TEST_CASE("NVLink and PCIe counters come from field values; processes with their
 TEST_CASE("A100: GPM absent with one warning, NVLink errors as counters, PCIe bytes null with a warning") {
     ScopedEnv env("STALLSCOPE_FAKE_NVML_FIXTURE", fixture("nvml/a100-no-gpm.json"));
     auto source = make_nvidia_source(fake_roots());
-    const Snapshot s = sample(*source);
+    const Snapshot s = depth_sample(*source);
     REQUIRE(s.gpus.size() == 2);
     CHECK_FALSE(s.gpus[0].gpm.has_value());
     CHECK_FALSE(s.gpus[1].gpm.has_value());
@@ -131,7 +131,7 @@ TEST_CASE("A100: GPM absent with one warning, NVLink errors as counters, PCIe by
     CHECK_FALSE(s.gpus[0].interconnect->pcie_tx_bytes.has_value());
     CHECK(count_containing(s.warnings, "GPU 0: field values 197,198 unavailable") == 1);
     CHECK(s.warnings.size() == 3);
-    CHECK(sample(*source).warnings.empty());  // once per run
+    CHECK(depth_sample(*source).warnings.empty());  // once per run
 }
 
 TEST_CASE("NVLink CRC errors between two samples are a delta in the GPU's rates") {
@@ -140,7 +140,7 @@ TEST_CASE("NVLink CRC errors between two samples are a delta in the GPU's rates"
     std::filesystem::copy_file(fixture("nvml/a100-no-gpm.json"), path);
     ScopedEnv env("STALLSCOPE_FAKE_NVML_FIXTURE", path);
     auto source = make_nvidia_source(fake_roots());
-    Snapshot first = sample(*source);
+    Snapshot first = depth_sample(*source);
     first.time = 100;
     std::string text = gpu_test::read_file(path);
     const auto at = text.find("\"45\": 3");
@@ -148,7 +148,7 @@ TEST_CASE("NVLink CRC errors between two samples are a delta in the GPU's rates"
     text.replace(at, 7, "\"45\": 10");
     gpu_test::write_file(path, text);
     std::this_thread::sleep_for(std::chrono::milliseconds(20));  // a distinct mtime for the fake's reload
-    Snapshot second = sample(*source);
+    Snapshot second = depth_sample(*source);
     second.time = 110;
     REQUIRE(second.gpus[0].interconnect->nvlink_crc_errors == 10u);
     const Rates rates = compute_rates(first, second);
@@ -163,7 +163,7 @@ TEST_CASE("NVLink CRC errors between two samples are a delta in the GPU's rates"
 TEST_CASE("MIG: the step's slice from CUDA_VISIBLE_DEVICES, parent gauges said so, GPM per instance") {
     ScopedEnv env("STALLSCOPE_FAKE_NVML_FIXTURE", fixture("nvml/h100-mig.json"));
     auto source = make_nvidia_source(fake_roots());
-    const Snapshot s = sample(*source, {"MIG-5d1e8c3a-7f29-5b40-9e61-2a8c4d0f7b13"});
+    const Snapshot s = depth_sample(*source, {"MIG-5d1e8c3a-7f29-5b40-9e61-2a8c4d0f7b13"});
     CHECK(s.warnings.empty());
     REQUIRE(s.gpus.size() == 1);
     const Gpu& g = s.gpus[0];
@@ -190,13 +190,13 @@ TEST_CASE("MIG: the step's slice from CUDA_VISIBLE_DEVICES, parent gauges said s
 TEST_CASE("MIG: every instance without a step, and the pre-470 MIG-GPU-<uuid>/<gi>/<ci> name") {
     ScopedEnv env("STALLSCOPE_FAKE_NVML_FIXTURE", fixture("nvml/h100-mig.json"));
     auto all = make_nvidia_source(fake_roots());
-    const Snapshot s = sample(*all);
+    const Snapshot s = depth_sample(*all);
     REQUIRE(s.gpus.size() == 2);
     CHECK(s.gpus[1].uuid == "MIG-9a0b2e6f-3c18-5d74-8f25-6b9e1a4c7d80");
     REQUIRE(s.gpus[1].gpm.has_value());
     CHECK(s.gpus[1].gpm->sm_active_pct == doctest::Approx(0));  // measured idle: 0, not null
     auto old_name = make_nvidia_source(fake_roots());
-    const Snapshot o = sample(*old_name, {"MIG-GPU-c2f81e7a-6d3b-4f09-b8a5-3e1d7c6f0a92/2/0"});
+    const Snapshot o = depth_sample(*old_name, {"MIG-GPU-c2f81e7a-6d3b-4f09-b8a5-3e1d7c6f0a92/2/0"});
     REQUIRE(o.gpus.size() == 1);
     CHECK(o.gpus[0].mig->gpu_instance_id == 2);
 }
@@ -204,7 +204,7 @@ TEST_CASE("MIG: every instance without a step, and the pre-470 MIG-GPU-<uuid>/<g
 TEST_CASE("every depth field round-trips through snapshot JSON; absent stays absent") {
     ScopedEnv env("STALLSCOPE_FAKE_NVML_FIXTURE", fixture("nodes/h100-slurm-step/nvml.json"));
     auto source = make_nvidia_source(fake_roots());
-    Snapshot s = sample(*source);
+    Snapshot s = depth_sample(*source);
     REQUIRE(s.gpus.size() == 2);
     (*s.gpus[0].processes)[1].owner = "other_job";
     (*s.gpus[0].processes)[1].uid = 1001;
