@@ -22,7 +22,8 @@ constexpr const char* kHelp =
     R"(stallscope - why is this GPU job slow? Per-job GPU, host and fabric profiling.
 
 Usage:
-  stallscope [--json]                         sample this node once and print a profile
+  stallscope [--json]                         sample this node once: one line per GPU (nvidia-smi-like);
+                                              a verdict needs two samples (--interval-seconds, record)
   stallscope --interval-seconds N [--count K] [--json]
                                               sample every N seconds (fractions allowed); with --json
                                               one single-line JSON object per sample on stdout
