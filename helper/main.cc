@@ -115,10 +115,13 @@ timeline.<step>.<host>.jsonl.zst and, on SIGTERM, verdict.<step>.<host>.json int
   --merge-wait-seconds S        with --job-writer: wait up to S for the other nodes' verdicts (default 5)
 )"},
     {"replay", R"(Usage: stallscope replay TIMELINE|DIR|-... [--rules FILE] [--json] [--jobs N]
-Re-profile recorded timelines: the same thresholds give the same verdict as the live helper.
+Re-profile recorded timelines: the same thresholds give the same verdict as the live helper. A
+timeline that ends with the helper's verdict is compared with it: "matches", or what differs (labels
+and confidences, reasons only in one, other fields, the recording's version and thresholds).
 
   --rules FILE   thresholds to use instead of those recorded in the timeline header
-  --json         one JSON object per timeline (verdict, matches_recorded, replay_warnings)
+  --json         one JSON object per timeline (verdict, matches_recorded, recorded_difference,
+                 replay_warnings)
   --jobs N       timelines replayed in parallel (default: the number of cores); `-` reads stdin
 Exit status: 0 when every timeline was read, 1 when one could not be, 2 usage error.
 )"},
