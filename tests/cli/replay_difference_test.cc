@@ -76,3 +76,25 @@ TEST_CASE("replay of a recording that matches says so and nothing more") {
     const auto j = run_process({STALLSCOPE_EXE, "replay", kNode02, "--json"});
     CHECK_FALSE(Json::parse(j.out).contains("recorded_difference"));
 }
+
+TEST_CASE("every fixture timeline that ends with a verdict replays to it (fixtures not stale)") {
+    // job-4343's verdicts were written before the confidence and GPU-count fields changed: 9 of 10 replays
+    // "differed" (audit finding 17). A rule change that moves a fixture's verdict must regenerate it.
+    for (const char* job : {"job-4242", "job-4343"}) {
+        const auto r = run_process(
+            {STALLSCOPE_EXE, "replay", std::string(STALLSCOPE_FIXTURES_DIR) + "/timelines/" + job, "--json"});
+        std::istringstream lines(r.out);
+        int compared = 0;
+        for (std::string line; std::getline(lines, line);) {
+            const Json j = Json::parse(line);
+            if (j["matches_recorded"].is_null()) continue;  // no verdict line (helper killed)
+            ++compared;
+            CHECK_MESSAGE(
+                j["matches_recorded"] == true,
+                j["timeline"].get<std::string>()
+                    << " is stale: run fixtures/timelines/make_multinode_job.py build/helper/stallscope; "
+                    << j.value("recorded_difference", Json()).dump());
+        }
+        CHECK(compared >= 4);
+    }
+}
