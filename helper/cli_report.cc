@@ -44,7 +44,7 @@ int print_comment_segment(const JobReport& report, const std::vector<std::string
 int run_report(int argc, char** argv, int first) {
     std::set<std::string> with_value = {"node", "top", "rules", "jobs", "sacct"};
     with_value.insert(kOutputFileOptions.begin(), kOutputFileOptions.end());
-    const ParsedArgs args = parse_args(argc, argv, first, with_value, {"json", "all", "comment"});
+    const ParsedArgs args = parse_args(argc, argv, first, with_value, {"json", "all", "comment", "ended"});
     const auto html = output_file_option(args);
     if (args.positional.empty())
         throw UsageError(
@@ -62,6 +62,10 @@ int run_report(int argc, char** argv, int first) {
     if (auto top = args.value("top")) view.top_nodes = static_cast<std::size_t>(parse_count("top", *top));
     JobReportOptions options;
     if (args.has("rules")) options.rules = thresholds_from_option(args.value("rules"));
+    // --ended: the caller knows the job is over (contrib/slurm/slurmctld-epilog.sh runs after it). A
+    // timeline without a verdict is then a helper that died, however recent its last sample (a SIGKILL
+    // at the end of the job leaves one seconds old), never a step still running.
+    options.job_ended = args.has("ended");
     if (auto jobs = args.value("jobs")) {
         const auto n = parse_u64(*jobs);
         if (!n || *n < 1 || *n > 1024) throw UsageError("--jobs must be a number of threads (1-1024)");

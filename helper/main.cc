@@ -127,7 +127,7 @@ Exit status: 0 when every timeline was read, 1 when one could not be, 2 usage er
 )"},
     {"report",
      R"(Usage: stallscope report JOBID|DIR|TIMELINE... [--json] [--all] [--node HOST] [--top N]
-                         [--html FILE] [--rules FILE] [--jobs N] [--comment] [--sacct PATH]
+                         [--html FILE] [--rules FILE] [--jobs N] [--comment] [--ended] [--sacct PATH]
 What an admin reads first: the job verdict, reasons grouped across nodes (root cause first), every
 straggler node, the distribution of per-node GPU utilization and the worst nodes; fits a screen at any
 job size. DIR is a stallscope-<jobid> output directory: its verdict.*.json files are merged (a timeline
@@ -147,6 +147,8 @@ on stderr.
   --comment      only the job's one-line comment segment (stallscope/1 LABEL conf=... top=... nodes=...),
                  as the job's writer composes it; what contrib/slurm/slurmctld-epilog.sh writes into
                  AdminComment after a job that scancel or its time limit ended
+  --ended        the job is over (the epilog passes it): a timeline without a verdict is a helper
+                 that died (recording_incomplete, missing=), never a step still running
   --sacct PATH   the sacct binary used to look up a JOBID (default sacct on PATH)
 Values that were not measured print as '-', never 0.
 See also `stallscope html` for the same report as one self-contained HTML page with charts.
