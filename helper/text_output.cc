@@ -120,7 +120,7 @@ std::string profile_text(const Snapshot& s, const Profile& p, const ProfileTextO
     const bool first_only = p.label == "UNKNOWN" && p.unknown_reason.rfind("first_sample", 0) == 0;
     char head[320];
     if (first_only && options.timestamp)
-        std::snprintf(head, sizeof head, "%s  %s  first sample: the verdict comes with the next one\n",
+        std::snprintf(head, sizeof head, "%s  %s  first sample: a verdict needs the next one\n",
                       format_rfc3339(s.time).c_str(), s.host.c_str());
     else if (first_only)
         std::snprintf(head, sizeof head,

@@ -95,3 +95,14 @@ TEST_CASE("one-shot: a GPU's clock-event reasons and uncorrected ECC errors show
     }
     CHECK(flagged == 1);
 }
+
+TEST_CASE("periodic text: the first sample says a verdict needs the next one; the second has a verdict") {
+    const auto r = run_process({STALLSCOPE_EXE, "--interval-seconds", "0.1", "--count", "2"},
+                               fixture_node_env("dgx-h100"));
+    REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+    const auto lines = lines_of(r.out);
+    REQUIRE(!lines.empty());
+    CHECK(lines.front().find("  first sample: a verdict needs the next one") != std::string::npos);
+    CHECK(r.out.find("UNKNOWN") == std::string::npos);
+    CHECK(r.out.find("FAST  (confidence") != std::string::npos);
+}
