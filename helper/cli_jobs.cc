@@ -1,10 +1,11 @@
-// `stallscope jobs [--since TIME] [--user U] [--all-users] [--all] [--json]`: the verdicts of past jobs,
-// read from the AdminComment segment that the plugin writes as root (one sacct call, no load on
+// `stallscope jobs [JOBID...] [--since TIME] [--user U] [--all-users] [--all] [--json]`: the verdicts of past
+// jobs, read from the AdminComment segment that the plugin writes as root (one sacct call, no load on
 // slurmctld). The user-writable Comment is never read: a user could forge a FAST there.
 #include <cstdio>
 #include <sstream>
 
 #include "helper/cli_args.h"
+#include "helper/job_lookup.h"
 #include "helper/sacct_command.h"
 #include "helper/subcommands.h"
 #include "libstallscope/model/snapshot_json.h"
@@ -57,7 +58,12 @@ std::vector<SacctRow> parse_rows(const std::string& output, const std::string& d
 int run_jobs(int argc, char** argv, int first) {
     const ParsedArgs args =
         parse_args(argc, argv, first, {"since", "user", "sacct"}, {"json", "all-users", "all"});
-    if (!args.positional.empty()) throw UsageError("unexpected argument '" + args.positional.front() + "'");
+    // `jobs 4242 4343`: those jobs' rows, however old (sacct's --jobs; no --starttime unless asked).
+    std::string job_ids;
+    for (const auto& id : args.positional) {
+        if (!looks_like_job_id(id)) throw UsageError("'" + id + "' is not a job id (12345, 12345_7)");
+        job_ids += (job_ids.empty() ? "" : ",") + id;
+    }
     if (args.has("user") && args.has("all-users"))
         throw UsageError("--user and --all-users exclude each other");
     const std::string since = args.value("since").value_or("now-1days");
@@ -68,8 +74,9 @@ int run_jobs(int argc, char** argv, int first) {
                                  "--delimiter=" + delimiter,
                                  "--noheader",
                                  "--allocations",
-                                 "--format=JobID,User,State,Elapsed,AdminComment,JobName",
-                                 "--starttime=" + since};
+                                 "--format=JobID,User,State,Elapsed,AdminComment,JobName"};
+    if (job_ids.empty() || args.has("since")) cmd.push_back("--starttime=" + since);
+    if (!job_ids.empty()) cmd.push_back("--jobs=" + job_ids);
     if (args.has("all-users")) cmd.push_back("--allusers");
     if (auto u = args.value("user")) cmd.push_back("--user=" + *u);
     const SacctResult r = run_sacct(cmd, std::chrono::seconds(30));

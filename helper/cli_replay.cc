@@ -21,6 +21,7 @@
 #include "helper/subcommands.h"
 #include "helper/text_output.h"
 #include "helper/thresholds_option.h"
+#include "helper/verdict_difference.h"
 #include "libstallscope/timeline/timeline_export.h"
 #include "libstallscope/util/parse_number.h"
 #include "libstallscope/util/printable.h"
@@ -75,7 +76,7 @@ std::uint64_t total_bytes(const std::vector<std::string>& paths) {
     return total;
 }
 
-void print(const std::string& path, const Replayed& r, bool json) {
+void print(const std::string& path, const Replayed& r, bool json, bool rules_given) {
     if (!r.ok) {
         std::fprintf(stderr, "stallscope: replay: %s\n", printable(r.error).c_str());
         return;
@@ -87,18 +88,24 @@ void print(const std::string& path, const Replayed& r, bool json) {
         Json out = to_json(result.verdict);
         out["timeline"] = path;
         out["matches_recorded"] = result.matches_recorded ? Json(*result.matches_recorded) : Json(nullptr);
+        if (result.matches_recorded && !*result.matches_recorded)
+            out["recorded_difference"] = verdict_difference_json(verdict_difference(
+                result.recorded_verdict, to_json(result.verdict), result.header, rules_given));
         out["replay_warnings"] = result.warnings;
         // replace: the path as given may be Latin-1 (or any bytes), and JSON text is UTF-8
         std::printf("%s\n", out.dump(-1, ' ', false, Json::error_handler_t::replace).c_str());
     } else {
         std::printf("%s: %zu samples\n%s", printable(path).c_str(), result.samples,
                     printable_lines(verdict_text(result.verdict)).c_str());
-        if (result.matches_recorded)
-            std::printf(
-                "  %s\n",
-                *result.matches_recorded
-                    ? "matches the recorded verdict"
-                    : "differs from the recorded verdict (other thresholds, or another stallscope version?)");
+        // What differs, and why it may: a bare "differs" gives nothing to act on (audit finding 17).
+        if (result.matches_recorded && *result.matches_recorded)
+            std::printf("  matches the recorded verdict\n");
+        else if (result.matches_recorded)
+            std::fputs(printable_lines(
+                           verdict_difference_text(verdict_difference(
+                               result.recorded_verdict, to_json(result.verdict), result.header, rules_given)))
+                           .c_str(),
+                       stdout);
     }
 }
 
@@ -170,7 +177,7 @@ int run_replay(int argc, char** argv, int first) {
         }
         if (ready > printed) bar.clear();
         for (; printed < ready; ++printed) {
-            print(paths[printed], results[printed], args.has("json"));
+            print(paths[printed], results[printed], args.has("json"), args.has("rules"));
             if (!results[printed].ok) ++failures;
         }
         std::fflush(stdout);

@@ -1,5 +1,5 @@
-// `stallscope report DIR|FILE... [--json] [--all] [--node HOST] [--top N]` and `stallscope summarize DIR`
-// (writes DIR/summary.json and DIR/summary.txt; the same merge and renderer).
+// `stallscope report JOBID|DIR|FILE... [--json] [--all] [--node HOST] [--top N]` and `stallscope summarize
+// DIR` (writes DIR/summary.json and DIR/summary.txt; the same merge and renderer).
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -8,6 +8,7 @@
 #include "helper/cli_args.h"
 #include "helper/html_report.h"
 #include "helper/job_finish.h"
+#include "helper/job_lookup.h"
 #include "helper/job_report.h"
 #include "helper/progress_bar.h"
 #include "helper/subcommands.h"
@@ -41,9 +42,9 @@ int print_comment_segment(const JobReport& report, const std::vector<std::string
 }  // namespace
 
 int run_report(int argc, char** argv, int first) {
-    std::set<std::string> with_value = {"node", "top", "rules", "jobs"};
+    std::set<std::string> with_value = {"node", "top", "rules", "jobs", "sacct"};
     with_value.insert(kOutputFileOptions.begin(), kOutputFileOptions.end());
-    const ParsedArgs args = parse_args(argc, argv, first, with_value, {"json", "all", "comment"});
+    const ParsedArgs args = parse_args(argc, argv, first, with_value, {"json", "all", "comment", "ended"});
     const auto html = output_file_option(args);
     if (args.positional.empty())
         throw UsageError(
@@ -51,12 +52,20 @@ int run_report(int argc, char** argv, int first) {
     if (args.has("comment") && (args.has("json") || html || args.has("node") || args.has("all")))
         throw UsageError(
             "--comment prints only the job's comment segment: drop --json, --html, --node, --all");
+    // `report 4242` as `seff 4242`: a job id that names no path is looked up (job_lookup.h).
+    std::vector<std::string> inputs;
+    for (const auto& input : args.positional)
+        inputs.push_back(resolve_view_input(input, args.value("sacct").value_or("sacct"), "report"));
     ReportView view;
     view.all = args.has("all");
     if (auto node = args.value("node")) view.node = *node;
     if (auto top = args.value("top")) view.top_nodes = static_cast<std::size_t>(parse_count("top", *top));
     JobReportOptions options;
     if (args.has("rules")) options.rules = thresholds_from_option(args.value("rules"));
+    // --ended: the caller knows the job is over (contrib/slurm/slurmctld-epilog.sh runs after it). A
+    // timeline without a verdict is then a helper that died, however recent its last sample (a SIGKILL
+    // at the end of the job leaves one seconds old), never a step still running.
+    options.job_ended = args.has("ended");
     if (auto jobs = args.value("jobs")) {
         const auto n = parse_u64(*jobs);
         if (!n || *n < 1 || *n > 1024) throw UsageError("--jobs must be a number of threads (1-1024)");
@@ -66,7 +75,7 @@ int run_report(int argc, char** argv, int first) {
     // every timeline: minutes for a big or long job); erased before anything else is printed.
     ProgressBar bar("recordings");
     if (bar.active()) options.progress = progress_drawer(bar);
-    const JobReport report = build_job_report(args.positional, options);
+    const JobReport report = build_job_report(inputs, options);
     bar.clear();
     if (report.nodes.empty()) {
         for (const auto& w : report.warnings) std::fprintf(stderr, "stallscope: %s\n", printable(w).c_str());
@@ -77,14 +86,13 @@ int run_report(int argc, char** argv, int first) {
         // What was refused (an oversized or nested verdict, a directory over its caps) is named on
         // stderr; stdout keeps the one segment line the slurmctld epilog reads.
         for (const auto& w : report.warnings) std::fprintf(stderr, "stallscope: %s\n", printable(w).c_str());
-        return print_comment_segment(report, args.positional);
+        return print_comment_segment(report, inputs);
     }
     if (html) {
         std::string error;
         ProgressBar charting("timelines charted");
-        const bool written =
-            write_html_report(report, args.positional, *html, error,
-                              charting.active() ? progress_drawer(charting) : SeriesProgress{});
+        const bool written = write_html_report(
+            report, inputs, *html, error, charting.active() ? progress_drawer(charting) : SeriesProgress{});
         charting.clear();
         if (!written) {
             std::fprintf(stderr, "stallscope: report: %s\n", printable(error).c_str());

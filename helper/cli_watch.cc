@@ -9,12 +9,11 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <regex>
 #include <thread>
 
 #include "helper/cli_args.h"
+#include "helper/job_lookup.h"
 #include "helper/job_report.h"
-#include "helper/sacct_command.h"
 #include "helper/stop_signal.h"
 #include "helper/subcommands.h"
 #include "helper/watch_view.h"
@@ -27,24 +26,13 @@ bool is_directory(const std::string& path) {
     return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-// DIR as given; a job id -> ./stallscope-<id>, else <WorkDir>/stallscope-<id> from one sacct call (the
-// plugin's default output directory is the submit directory's stallscope-<jobid>).
+// DIR as given; a job id through the shared lookup (job_lookup.h): while the job runs its AdminComment has
+// no segment yet, so <WorkDir>/stallscope-<id> (the plugin's default) or ./stallscope-<id> answers.
 std::string resolve_job_dir(const std::string& input, const std::string& sacct) {
     if (is_directory(input)) return input;
-    static const std::regex job_id(R"(\d+([_+]\d+)?)");
-    if (!std::regex_match(input, job_id))
+    if (!looks_like_job_id(input))
         throw std::runtime_error("watch: " + input + ": no such directory or job id");
-    if (is_directory("stallscope-" + input)) return "stallscope-" + input;
-    const std::string delimiter = unguessable_delimiter();
-    const SacctResult r = run_sacct({sacct, "--parsable2", "--delimiter=" + delimiter, "--noheader",
-                                     "--allocations", "--format=WorkDir", "--jobs=" + input},
-                                    std::chrono::seconds(30));
-    if (!r.ok) throw std::runtime_error("watch: job " + input + ": " + r.error);
-    std::string work_dir = r.out.substr(0, r.out.find('\n'));
-    const std::string dir = work_dir + "/stallscope-" + input;
-    if (work_dir.empty() || !is_directory(dir))
-        throw std::runtime_error("watch: job " + input + ": no " + dir + " (yet?)");
-    return dir;
+    return find_job_directory(input, sacct, "watch");
 }
 
 WatchSize terminal_size() {

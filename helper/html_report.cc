@@ -6,6 +6,7 @@
 
 #include "helper/cli_args.h"
 #include "helper/html_report_svg.h"
+#include "helper/job_lookup.h"
 #include "helper/progress_bar.h"
 #include "helper/subcommands.h"
 #include "libstallscope/util/atomic_file.h"
@@ -214,17 +215,22 @@ bool write_html_report(const JobReport& report, const std::vector<std::string>& 
 }
 
 int run_html(int argc, char** argv, int first) {
-    const ParsedArgs args = parse_args(argc, argv, first, kOutputFileOptions, {});
+    std::set<std::string> with_value = {"sacct"};
+    with_value.insert(kOutputFileOptions.begin(), kOutputFileOptions.end());
+    const ParsedArgs args = parse_args(argc, argv, first, with_value, {});
     if (args.positional.empty())
         throw UsageError("html needs a stallscope-<jobid> directory or timeline files");
     const auto out = output_file_option(args);
     if (!out) throw UsageError("html needs -o FILE");
+    std::vector<std::string> inputs;  // `html 4242 -o x.html`: job ids looked up (job_lookup.h)
+    for (const auto& input : args.positional)
+        inputs.push_back(resolve_view_input(input, args.value("sacct").value_or("sacct"), "html"));
     // On a terminal, one progress line while the recordings load, another while their timelines are
     // replayed for the charts; each erased when done.
     ProgressBar loading("recordings");
     JobReportOptions options;
     if (loading.active()) options.progress = progress_drawer(loading);
-    const JobReport report = build_job_report(args.positional, options);
+    const JobReport report = build_job_report(inputs, options);
     loading.clear();
     if (report.nodes.empty()) {
         for (const auto& w : report.warnings) std::fprintf(stderr, "stallscope: %s\n", printable(w).c_str());
@@ -233,7 +239,7 @@ int run_html(int argc, char** argv, int first) {
     }
     std::string error;
     ProgressBar charting("timelines charted");
-    const bool written = write_html_report(report, args.positional, *out, error,
+    const bool written = write_html_report(report, inputs, *out, error,
                                            charting.active() ? progress_drawer(charting) : SeriesProgress{});
     charting.clear();
     if (!written) {

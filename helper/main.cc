@@ -22,7 +22,8 @@ constexpr const char* kHelp =
     R"(stallscope - why is this GPU job slow? Per-job GPU, host and fabric profiling.
 
 Usage:
-  stallscope [--json]                         sample this node once and print a profile
+  stallscope [--json]                         sample this node once: one line per GPU (nvidia-smi-like);
+                                              a verdict needs two samples (--interval-seconds, record)
   stallscope --interval-seconds N [--count K] [--json]
                                               sample every N seconds (fractions allowed); with --json
                                               one single-line JSON object per sample on stdout
@@ -43,16 +44,17 @@ Usage:
   stallscope replay TIMELINE|DIR|-... [--rules FILE] [--json] [--jobs N]
                                               re-profile recorded timelines (same thresholds -> same verdict)
   stallscope export TIMELINE|-                a timeline (v1 or v2) as v1 JSON lines, every sample whole
-  stallscope report DIR|TIMELINE... [--json] [--all] [--node HOST] [--top N] [--html FILE] [--rules FILE]
+  stallscope report JOBID|DIR|TIMELINE... [--json] [--all] [--node HOST] [--top N] [--html FILE]
                                               what an admin reads first: verdict, grouped reasons,
                                               stragglers, per-node/GPU/port tables
   stallscope summarize DIR                    merge every verdict/timeline in DIR into summary.json + .txt
-  stallscope jobs [--since TIME] [--user U | --all-users] [--all] [--json]
+  stallscope jobs [JOBID...] [--since TIME] [--user U | --all-users] [--all] [--json]
                                               verdicts of past jobs from one `sacct` call (AdminComment)
   stallscope nodes [--since TIME] [--partition P] [--all-users] [--min-jobs N] [--top N] [--json]
                                               which nodes keep hurting their jobs (root cause, straggler,
                                               missing), with drain candidates and the command to run
-  stallscope html DIR|TIMELINE... -o FILE     the report as one self-contained HTML page with charts
+  stallscope html JOBID|DIR|TIMELINE... -o FILE
+                                              the report as one self-contained HTML page with charts
   stallscope compare A B [--json] [--html FILE]
                                               why is B slower than A? (timelines, job dirs or job ids)
   stallscope nvml-capture [--out FILE]        this node's NVML answers as a fake-NVML test fixture
@@ -113,20 +115,26 @@ timeline.<step>.<host>.jsonl.zst and, on SIGTERM, verdict.<step>.<host>.json int
   --merge-wait-seconds S        with --job-writer: wait up to S for the other nodes' verdicts (default 5)
 )"},
     {"replay", R"(Usage: stallscope replay TIMELINE|DIR|-... [--rules FILE] [--json] [--jobs N]
-Re-profile recorded timelines: the same thresholds give the same verdict as the live helper.
+Re-profile recorded timelines: the same thresholds give the same verdict as the live helper. A
+timeline that ends with the helper's verdict is compared with it: "matches", or what differs (labels
+and confidences, reasons only in one, other fields, the recording's version and thresholds).
 
   --rules FILE   thresholds to use instead of those recorded in the timeline header
-  --json         one JSON object per timeline (verdict, matches_recorded, replay_warnings)
+  --json         one JSON object per timeline (verdict, matches_recorded, recorded_difference,
+                 replay_warnings)
   --jobs N       timelines replayed in parallel (default: the number of cores); `-` reads stdin
 Exit status: 0 when every timeline was read, 1 when one could not be, 2 usage error.
 )"},
     {"report",
-     R"(Usage: stallscope report DIR|TIMELINE... [--json] [--all] [--node HOST] [--top N] [--html FILE]
-                         [--rules FILE] [--jobs N] [--comment]
+     R"(Usage: stallscope report JOBID|DIR|TIMELINE... [--json] [--all] [--node HOST] [--top N]
+                         [--html FILE] [--rules FILE] [--jobs N] [--comment] [--ended] [--sacct PATH]
 What an admin reads first: the job verdict, reasons grouped across nodes (root cause first), every
 straggler node, the distribution of per-node GPU utilization and the worst nodes; fits a screen at any
 job size. DIR is a stallscope-<jobid> output directory: its verdict.*.json files are merged (a timeline
 is replayed only for a node whose verdict is missing, named recording_incomplete).
+A JOBID (or job:JOBID) that names no file here is looked up: the directory its AdminComment's file=
+names, else <WorkDir>/stallscope-JOBID (one sacct call), else ./stallscope-JOBID; the one read is said
+on stderr.
 
   --json         the full report as JSON (schema stallscope.summary/1)
   --all          every node, GPU and port row
@@ -139,15 +147,19 @@ is replayed only for a node whose verdict is missing, named recording_incomplete
   --comment      only the job's one-line comment segment (stallscope/1 LABEL conf=... top=... nodes=...),
                  as the job's writer composes it; what contrib/slurm/slurmctld-epilog.sh writes into
                  AdminComment after a job that scancel or its time limit ended
+  --ended        the job is over (the epilog passes it): a timeline without a verdict is a helper
+                 that died (recording_incomplete, missing=), never a step still running
+  --sacct PATH   the sacct binary used to look up a JOBID (default sacct on PATH)
 Values that were not measured print as '-', never 0.
 See also `stallscope html` for the same report as one self-contained HTML page with charts.
 
 examples:
+  stallscope report 4242
   stallscope report /shared/stallscope-4242
   stallscope report /shared/stallscope-4242 --node gpu-node-0007
   stallscope report /shared/stallscope-4242 --json | jq '.straggler_nodes'
   stallscope report /shared/stallscope-4242 --rules strict.conf   # what other thresholds would say
-Exit status: 0 report written, 1 no readable timeline, 2 usage error.
+Exit status: 0 report written, 1 no readable timeline or JOBID not found, 2 usage error.
 )"},
     {"export", R"(Usage: stallscope export TIMELINE|-
 A timeline of either format (v1 .jsonl or v2 .jsonl.zst) as v1 JSON lines on stdout, every sample whole;
@@ -159,9 +171,11 @@ Run by the epilog as the job user: merges every timeline in DIR into DIR/summary
 DIR/summary.txt. A directory without timelines (step too short) is a note, not an error.
 Exit status: 0 written or nothing to summarize, 1 DIR missing or not writable, 2 usage error.
 )"},
-    {"jobs", R"(Usage: stallscope jobs [--since TIME] [--user U | --all-users] [--all] [--json] [--sacct PATH]
+    {"jobs", R"(Usage: stallscope jobs [JOBID...] [--since TIME] [--user U | --all-users] [--all] [--json]
+                       [--sacct PATH]
 Verdicts of past jobs from one `sacct` call: the stallscope segment of each job's AdminComment
-(written by the plugin as root; the user-writable Comment is never trusted).
+(written by the plugin as root; the user-writable Comment is never trusted). With JOBIDs, those jobs
+however old (no start time unless --since is given); `stallscope report JOBID` shows one in full.
 
   --since TIME   sacct start time (default now-1days): YYYY-MM-DD[THH:MM[:SS]], now[-N{minutes,hours,days,weeks}],
                  today, midnight, ...
@@ -197,18 +211,26 @@ examples:
   stallscope nodes --all-users --json | jq '.drain_candidates[].node'
 Exit status: 0 listed, 1 sacct failed (its own message is shown), 2 usage error.
 )"},
-    {"html", R"(Usage: stallscope html DIR|TIMELINE... -o FILE
+    {"html", R"(Usage: stallscope html JOBID|DIR|TIMELINE... -o FILE [--sacct PATH]
 The job report as one self-contained HTML page (no network needed to view it): verdict, reasons on a
 time axis, per-GPU utilization and power over time, per-port fabric rates, node x time heatmap for
 multi-node jobs with the straggler/worst node marked, sortable tables.
+A JOBID (or job:JOBID) that names no file here is looked up: the directory its AdminComment's file=
+names, else <WorkDir>/stallscope-JOBID (one sacct call), else ./stallscope-JOBID; the one read is said
+on stderr.
 
   -o, --output FILE   where to write the page (required; written atomically; --html FILE: the same)
-Exit status: 0 written, 1 no readable timeline or FILE not writable, 2 usage error.
+  --sacct PATH        the sacct binary used to look up a JOBID (default sacct on PATH)
+
+examples:
+  stallscope html 4242 -o job-4242.html
+Exit status: 0 written, 1 no readable timeline, JOBID not found or FILE not writable, 2 usage error.
 )"},
-    {"compare", R"(Usage: stallscope compare A B [--json] [--html FILE]
+    {"compare", R"(Usage: stallscope compare A|JOBID B|JOBID [--json] [--html FILE] [--sacct PATH]
 Compare two jobs (yesterday's fast run A with today's slow run B). A and B are each a timeline, a
-stallscope-<jobid> directory, or job:<id> (its directory is the one its AdminComment names, via
-sacct; said on stderr). A bare id works too when no file of that name exists here.
+stallscope-<jobid> directory, or a job id (job:<id>, or a bare id when no file of that name exists
+here): the directory its AdminComment's file= names, else <WorkDir>/stallscope-<id> (one sacct call),
+else ./stallscope-<id>; the one read is said on stderr.
 First whether B is slower, from what was measured: NCCL's own bus bandwidth where both jobs have
 Inspector records of the same collectives, else the durations of the steps both ran (same work
 assumed); "cannot tell" when neither compares. Then why: a reason that fired only in B, or the metric
@@ -218,7 +240,7 @@ util/SM/power, fabric rates, host pressure) aligned by start, and the reasons in
   --json        the comparison as JSON (schema stallscope.compare/1; "speed" holds the measure)
   --html FILE   also write the comparison as a self-contained HTML page (-o, --output FILE: the same)
   --sacct PATH  the sacct binary used to resolve job ids (default sacct on PATH)
-Exit status: 0 compared, 1 an input has no readable timeline, 2 usage error.
+Exit status: 0 compared, 1 an input has no readable timeline or a job id was not found, 2 usage error.
 )"},
     {"nvml-capture", R"(Usage: stallscope nvml-capture [--out FILE] [--gpm-seconds S]
 What this node's NVML answers to every query stallscope makes (identity, gauges, clocks, throttle
@@ -235,7 +257,8 @@ A running job's state across its nodes, from the timelines its helpers flushed s
 seconds to fit the terminal at any job size: node counts per label, the reasons as they appeared
 (* firing now, + new since the last frame), the worst nodes, and a hang banner naming the rank, node
 and GPU the job waits for as soon as evidence.*.json files exist (written by the helpers when a hang is
-confirmed). JOBID is found as ./stallscope-JOBID, else <WorkDir>/stallscope-JOBID (one sacct call).
+confirmed). JOBID is found as the directory its AdminComment's file= names (after the job), else
+<WorkDir>/stallscope-JOBID (one sacct call), else ./stallscope-JOBID.
 
   --interval N   seconds between frames (default 5, minimum 0.5)
   --json         one JSON object per frame (schema stallscope.watch/1) instead of the screen

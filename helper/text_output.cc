@@ -49,11 +49,88 @@ std::string nccl_test_text(const NcclTestResult& t) {
     return out + "\n";
 }
 
+namespace {
+
+// A value that was not measured prints as '-', never 0 (as in the report).
+std::string or_dash(const Gauge& v, const char* format) {
+    if (!v) return "-";
+    char buf[32];
+    std::snprintf(buf, sizeof buf, format, *v);
+    return buf;
+}
+
+// What nvidia-smi's table would make a user look twice at: clock-event reasons other than idle, Xids of
+// the last interval, uncorrected ECC errors, row remapping pending or failed.
+std::vector<std::string> gpu_flags(const Gpu& g) {
+    std::vector<std::string> out;
+    const auto add = [&out](const std::string& flag) { out.push_back(flag); };
+    for (const auto& r : g.throttle_reasons)
+        if (r != "gpu_idle") add(r);
+    for (int x : g.xid) add("xid" + std::to_string(x));
+    if (g.ecc_uncorrected.value_or(0) > 0) add("ecc_uncorrected=" + std::to_string(*g.ecc_uncorrected));
+    if (g.remapped_rows_pending.value_or(0) > 0) add("remap_pending");
+    if (g.remapped_rows_failure.value_or(0) > 0) add("remap_failed");
+    if (out.empty()) out.push_back("-");
+    return out;
+}
+
+}  // namespace
+
+// One line per GPU, like nvidia-smi's table, each within 80 columns.
+std::string gpu_table_text(const std::vector<Gpu>& gpus) {
+    if (gpus.empty()) return "";
+    constexpr std::size_t kColumns = 80;
+    std::string out = "  GPU  UTIL   MEMORY GiB     POWER W   TEMP  SM MHz  FLAGS\n";
+    for (const auto& g : gpus) {
+        const auto gib = [](const Counter& bytes) {
+            return bytes ? Gauge(static_cast<double>(*bytes) / (1024.0 * 1024 * 1024)) : Gauge{};
+        };
+        const std::string memory =
+            or_dash(gib(g.memory_used_bytes), "%.1f") + "/" + or_dash(gib(g.memory_total_bytes), "%.1f");
+        const std::string power = or_dash(g.power_w, "%.0f") + "/" + or_dash(g.power_limit_w, "%.0f");
+        const Gauge sm = g.sm_clock_mhz ? Gauge(static_cast<double>(*g.sm_clock_mhz)) : Gauge{};
+        char line[160];
+        std::snprintf(line, sizeof line, "  %3d  %4s  %11s  %10s  %5s  %6s  ", g.index,
+                      (or_dash(g.utilization_pct, "%.0f") + (g.utilization_pct ? "%" : "")).c_str(),
+                      memory.c_str(), power.c_str(),
+                      (or_dash(g.temperature_c, "%.0f") + (g.temperature_c ? "C" : "")).c_str(),
+                      or_dash(sm, "%.0f").c_str());
+        // Flags past 80 columns continue on the next line, under the FLAGS column.
+        const std::string indent(std::string(line).size(), ' ');
+        std::string row = line;
+        bool first_flag = true;
+        for (const auto& flag : gpu_flags(g)) {
+            if (!first_flag && row.size() + 1 + flag.size() > kColumns) {
+                out += row + ",\n";
+                row = indent;
+            } else if (!first_flag) {
+                row += ",";
+            }
+            row += flag;
+            first_flag = false;
+        }
+        out += row + "\n";
+    }
+    return out;
+}
+
 std::string profile_text(const Snapshot& s, const Profile& p, const ProfileTextOptions& options) {
+    // One sample cannot give a verdict (loss, PFC, ECC, OOM kills are deltas): the headline says that
+    // and how to get one, instead of an UNKNOWN that reads as a verdict about the node.
+    const bool first_only = p.label == "UNKNOWN" && p.unknown_reason.rfind("first_sample", 0) == 0;
     char head[320];
-    std::snprintf(head, sizeof head, "%s%s%s  %s  (confidence %.2f, bottleneck: %s)\n",
-                  options.timestamp ? format_rfc3339(s.time).c_str() : "", options.timestamp ? "  " : "",
-                  s.host.c_str(), p.label.c_str(), p.confidence, p.bottleneck_hint.c_str());
+    if (first_only && options.timestamp)
+        std::snprintf(head, sizeof head, "%s  %s  first sample: a verdict needs the next one\n",
+                      format_rfc3339(s.time).c_str(), s.host.c_str());
+    else if (first_only)
+        std::snprintf(head, sizeof head,
+                      "%s  no verdict from one sample: a verdict compares two samples (rates, errors).\n"
+                      "  For one: stallscope --interval-seconds 5 --count 2, or `stallscope record`.\n",
+                      s.host.c_str());
+    else
+        std::snprintf(head, sizeof head, "%s%s%s  %s  (confidence %.2f, bottleneck: %s)\n",
+                      options.timestamp ? format_rfc3339(s.time).c_str() : "", options.timestamp ? "  " : "",
+                      s.host.c_str(), p.label.c_str(), p.confidence, p.bottleneck_hint.c_str());
     std::string out = head;
     if (s.context.scheduler != "none") {
         out += "  job " + s.context.job_id + " step " + s.context.step_id + " (" + s.context.scheduler;
@@ -64,11 +141,18 @@ std::string profile_text(const Snapshot& s, const Profile& p, const ProfileTextO
             out += ", detected from another process's environment: this shell is not part of the job";
         out += ")\n";
     }
-    out += "  " + std::to_string(s.gpus.size()) + " GPUs, " + std::to_string(s.rdma.size()) +
-           " RDMA ports, " + std::to_string(s.interfaces.size()) + " interfaces\n";
-    if (!p.unknown_reason.empty()) out += "  unknown: " + p.unknown_reason + "\n";
+    // The GPUs' model once when they share it (nvidia-smi's Name column, without repeating it 8 times).
+    std::string model = s.gpus.empty() ? "" : s.gpus.front().name;
+    for (const auto& g : s.gpus)
+        if (g.name != model) model.clear();
+    out += "  " + std::to_string(s.gpus.size()) + " GPUs" + (model.empty() ? "" : " (" + model + ")") + ", " +
+           std::to_string(s.rdma.size()) + " RDMA ports, " + std::to_string(s.interfaces.size()) +
+           " interfaces\n";
+    if (!options.timestamp) out += gpu_table_text(s.gpus);
+    if (!p.unknown_reason.empty() && !first_only) out += "  unknown: " + p.unknown_reason + "\n";
     if (s.nccl.nccl_test) out += nccl_test_text(*s.nccl.nccl_test);
     for (const auto& r : p.reasons) {
+        if (first_only && r.code == "delta_rules_pending") continue;  // the headline says it
         out += "  - [" + r.severity + "] " + r.code + ": " + r.message + "\n";
         if (!r.evidence.empty()) out += "      evidence: " + evidence_text(r.evidence) + "\n";
     }

@@ -20,6 +20,9 @@ struct ProfileTextOptions {
 
 std::string profile_text(const Snapshot& snapshot, const Profile& profile,
                          const ProfileTextOptions& options = {});
+// One line per GPU (index, util, memory used/total, power/limit, temperature, SM clock, flags), like
+// nvidia-smi's table, each line within 80 columns; "" without GPUs.
+std::string gpu_table_text(const std::vector<Gpu>& gpus);
 std::string verdict_text(const StepVerdict& verdict);
 std::string evidence_text(const Evidence& evidence);
 

@@ -77,6 +77,8 @@ case "; $current" in *"; stallscope/"*) exit 0 ;; esac  # the plugin already wro
 # The segment the job's writer would have written: `stallscope report --comment` merges every node's
 # verdict in the directory (top=code:subject of the root cause, nodes=, missing=, stragglers=, gpus=,
 # dur=), read-only, as the job user, bounded; a node without a verdict is replayed from its timeline.
+# --ended: the job is over, so a seconds-old timeline without a verdict is a helper that died (missing=),
+# not a step still running.
 stallscope=${STALLSCOPE_BIN:-/usr/bin/stallscope}
 [ -x "$stallscope" ] || { say "no stallscope binary at $stallscope (STALLSCOPE_BIN)"; exit 0; }
 lock=${STALLSCOPE_EPILOG_LOCK:-/run/stallscope-slurmctld-epilog.lock}
@@ -85,7 +87,7 @@ flock -w 120 9 || { say "another job's report held $lock for 120 s; not reading 
 segment=
 for d in "${dirs[@]}"; do  # in order of preference: the first directory with a recording wins
     segment=$(timeout -k 5 60 runuser -u "$user" -- prlimit --as=2147483648 --cpu=60 -- \
-        "$stallscope" report --comment --jobs 1 "$d" 2>/dev/null) && [ -n "$segment" ] && break
+        "$stallscope" report --comment --ended --jobs 1 "$d" 2>/dev/null) && [ -n "$segment" ] && break
     segment=
 done
 exec 9>&-  # the lock covers reading the job's files only

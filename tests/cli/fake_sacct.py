@@ -2,6 +2,7 @@
 """A stand-in for sacct in `stallscope jobs` tests: prints rows in sacct's --parsable2 layout with the
 delimiter it was given, including job names that try to forge rows (newlines, '|') and carry raw ESC
 bytes (FAKE_SACCT_C1=1 adds a segment with C1 controls). FAKE_SACCT_FAIL=1 makes it fail the way sacct does without a configuration (stderr + exit 1).
+`--format=AdminComment,WorkDir` (the views' job lookup) prints those two, WorkDir from $FAKE_SACCT_WORKDIR.
 The arguments it got are written to $FAKE_SACCT_ARGS when set."""
 import os
 import sys
@@ -16,7 +17,9 @@ if os.environ.get("FAKE_SACCT_FAIL"):
     sys.exit(1)
 delim = next(a.split("=", 1)[1] for a in args if a.startswith("--delimiter="))
 fields = next(a.split("=", 1)[1] for a in args if a.startswith("--format=")).split(",")
-assert fields in (["JobID", "User", "State", "Elapsed", "AdminComment", "JobName"], ["AdminComment"]), fields
+assert fields in (["JobID", "User", "State", "Elapsed", "AdminComment", "JobName"], ["AdminComment", "WorkDir"]), fields
+# WorkDir of every job (for the job lookup's <WorkDir>/stallscope-<id> fallback).
+work_dir = os.environ.get("FAKE_SACCT_WORKDIR", "")
 
 rows = [
     ["100", "alice", "COMPLETED", "00:10:00",
@@ -38,6 +41,10 @@ if os.environ.get("FAKE_SACCT_JOB_DIR"):
     rows.append(["105", "alice", "CANCELLED", "00:05:00",
                  "stallscope/1 FAIL_RISK conf=0.94 top=fabric_packet_loss gpus=32 dur=290 file="
                  + os.environ["FAKE_SACCT_JOB_DIR"], "llama"])
+# A job without a segment yet (running, or its comment never written): found through WorkDir only. Only
+# the lookup's query sees it, so the `jobs` listings keep their rows.
+if len(fields) == 2:
+    rows.append(["106", "alice", "RUNNING", "00:01:00", "", "llama"])
 # UTF-8-encoded C1 controls (CSI, OSC), %-encoded as a sanitized segment carries them (for `jobs`).
 if os.environ.get("FAKE_SACCT_C1"):
     rows.append(["104", "eve", "COMPLETED", "00:01:00",
@@ -45,4 +52,4 @@ if os.environ.get("FAKE_SACCT_C1"):
 only = [a.split("=", 1)[1] for a in args if a.startswith("--jobs=")]
 for r in rows:
     if not only or r[0] in only[0].split(","):
-        sys.stdout.write(delim.join(r[: len(fields)] if len(fields) == 6 else [r[4]]) + "\n")
+        sys.stdout.write(delim.join(r if len(fields) == 6 else [r[4], work_dir]) + "\n")

@@ -186,3 +186,25 @@ TEST_CASE("--nccl-test without all_reduce_perf on PATH says so in the human outp
     CHECK(r.exit_code == 0);
     CHECK(r.out.find("nccl-test: not run: all_reduce_perf is not on PATH") != std::string::npos);
 }
+
+TEST_CASE("report --ended: a seconds-old timeline without a verdict after the job is a helper that died") {
+    // contrib/slurm/slurmctld-epilog.sh runs `report --comment` after the job: a helper SIGKILLed at its
+    // end leaves a timeline seconds old, which without --ended reads as a step still running.
+    const std::string dir = make_temp_dir("edges-ended");
+    ScenarioRun run{"healthy_baseline"};
+    run.finished = false, run.end_at = now() - 2;
+    write_scenario_run(dir, run);
+    const auto comment = run_process({STALLSCOPE_EXE, "report", dir, "--comment", "--ended"});
+    REQUIRE_MESSAGE(comment.exit_code == 0, comment.err);
+    CHECK_MESSAGE(comment.out.find("missing=n1") != std::string::npos, comment.out);
+    const Json j = Json::parse(run_process({STALLSCOPE_EXE, "report", dir, "--json", "--ended"}).out);
+    CHECK(j["running"] == false);
+    CHECK(j["missing_nodes"] == Json::array({"n1"}));
+    CHECK(has_reason(j, "recording_incomplete"));
+    // Without --ended the same directory is a running job (the test above), and the epilog passes it.
+    CHECK(run_process({STALLSCOPE_EXE, "report", dir, "--comment"}).out.find("missing=") ==
+          std::string::npos);
+    std::ifstream epilog(std::string(STALLSCOPE_SOURCE_DIR) + "/contrib/slurm/slurmctld-epilog.sh");
+    const std::string script((std::istreambuf_iterator<char>(epilog)), std::istreambuf_iterator<char>());
+    CHECK(script.find("report --comment --ended") != std::string::npos);
+}
