@@ -1,5 +1,8 @@
 #include "helper/record_hang.h"
 
+#include <pthread.h>
+#include <signal.h>
+
 #include <chrono>
 #include <cmath>
 #include <exception>
@@ -49,7 +52,19 @@ void RecordHangHook::after_sample(const Snapshot& sample, const Profile& profile
         req.proc_root = roots_.procfs;
         req.pids = job_pids(sample);
         fill_from_sample(req, sample, profile);
-        capture_.start(std::move(req));
+        // The capture thread inherits a mask blocking the stop signals, so SIGTERM always lands on the
+        // sampling thread, whose sleep it must interrupt (stop_signal.h: the stop within ~1 s).
+        sigset_t stop_signals, old;
+        sigemptyset(&stop_signals);
+        for (int sig : {SIGTERM, SIGINT, SIGUSR1, SIGHUP}) sigaddset(&stop_signals, sig);
+        ::pthread_sigmask(SIG_BLOCK, &stop_signals, &old);
+        try {
+            capture_.start(std::move(req));
+        } catch (...) {  // no thread (EAGAIN): the sampling thread must get its signals back all the same
+            ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+            throw;
+        }
+        ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
     } catch (const std::exception& e) {  // bad_alloc, a filesystem error: the job goes on without evidence
         warnings_.push_back("hang episode " + std::to_string(episode) + ": evidence capture not started (" +
                             e.what() + ")");

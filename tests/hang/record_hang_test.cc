@@ -2,10 +2,14 @@
 // power): the helper confirms the hang, keeps evidence.<step>.<host>.<n>.json next to its timeline with
 // the job's processes from its cgroup tree, and says so in a hang_evidence event of the timeline.
 #include <doctest/doctest.h>
+#include <signal.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
+#include <thread>
 
 #include "libstallscope/model/snapshot_json.h"
 #include "tests/support/run_process.h"
@@ -120,5 +124,30 @@ TEST_CASE("a busy-wait hang during `record`: one evidence file next to the timel
     const auto verdicts = files_starting(out, "verdict.0.");
     REQUIRE(verdicts.size() == 1);
     CHECK(read_json(verdicts[0])["verdict"]["label"] == "FAIL_RISK");
+    std::filesystem::remove_all(root);
+}
+
+TEST_CASE("SIGTERM while the capture runs: the helper stops within its bound, the evidence and event kept") {
+    const std::string root = test::make_temp_dir("record-hang-term");
+    const std::string node = busy_wait_node(root);
+    const std::string out = root + "/stallscope-4242";
+    const int pid = test::start_process(
+        {kExe, "record", "--out-dir", out, "--interval-seconds", "0.05", "--timeline-format", "1"},
+        node_env(node));
+    REQUIRE(pid > 0);
+    // The hang is confirmed at the 5th sample (~0.25 s); the capture's two /proc passes take 1 s.
+    std::this_thread::sleep_for(std::chrono::milliseconds(600));
+    ::kill(pid, SIGTERM);
+    const auto t0 = std::chrono::steady_clock::now();
+    CHECK(test::wait_process(pid, 10) == 0);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    CHECK(seconds < 3);  // the stop path gives a running capture at most 1 s
+    REQUIRE(files_starting(out, "evidence.0.").size() == 1);
+    std::ifstream in(files_starting(out, "timeline.0.").at(0));
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const auto event = text.find("\"kind\":\"hang_evidence\"");
+    CHECK(event != std::string::npos);
+    CHECK(event < text.find("\"type\":\"verdict\""));
+    MESSAGE("stopped " << seconds << " s after SIGTERM");
     std::filesystem::remove_all(root);
 }
