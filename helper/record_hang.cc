@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cmath>
@@ -29,7 +30,11 @@ std::vector<pid_t> RecordHangHook::job_pids(const Snapshot& sample) {
     const JobCgroup& cg = *sample.job_cgroup;
     // v1: the memory controller's hierarchy, where parse_proc_cgroup found the job (cgroup source).
     const std::string dir = roots_.sysfs + "/fs/cgroup" + (cg.version == 1 ? "/memory" : "") + cg.path;
-    return pids_in_cgroup_tree(dir);  // the helper's own pid is skipped by the /proc passes
+    std::vector<pid_t> pids = pids_in_cgroup_tree(dir);
+    // The helper lives in the job's tree too (slurmstepd's cgroup): left out here, so a tree holding
+    // nothing else still falls back to the GPU processes.
+    if (roots_.procfs == "/proc") std::erase(pids, ::getpid());
+    return pids;
 }
 
 void RecordHangHook::after_sample(const Snapshot& sample, const Profile& profile, const std::string& dir,
@@ -65,6 +70,7 @@ void RecordHangHook::after_sample(const Snapshot& sample, const Profile& profile
             throw;
         }
         ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+        capture_episode_ = episode;
     } catch (const std::exception& e) {  // bad_alloc, a filesystem error: the job goes on without evidence
         warnings_.push_back("hang episode " + std::to_string(episode) + ": evidence capture not started (" +
                             e.what() + ")");
@@ -75,17 +81,16 @@ void RecordHangHook::at_stop(double seconds, const Append& append) {
     capture_.stop(seconds);
     take(append);
     if (capture_.running())
-        warnings_.push_back("hang episode " + std::to_string(episodes_.episode()) +
+        warnings_.push_back("hang episode " + std::to_string(capture_episode_) +
                             ": evidence capture still running at the stop; its file may be missing");
 }
 
 void RecordHangHook::take(const Append& append) {
     auto result = capture_.take_result();
     if (!result) return;
-    // The episode of a finished capture: captures run one at a time, so it is the latest started one.
-    const Json event = hang_evidence_event(*result, episodes_.episode());
+    const Json event = hang_evidence_event(*result, capture_episode_);
     if (!result->written)
-        warnings_.push_back("hang episode " + std::to_string(episodes_.episode()) + ": no evidence file (" +
+        warnings_.push_back("hang episode " + std::to_string(capture_episode_) + ": no evidence file (" +
                             (result->warnings.empty() ? std::string("unknown") : result->warnings.back()) +
                             ")");
     append(event);

@@ -41,6 +41,7 @@ class RecordHangHook {
     std::string step_, host_;
     HangEpisodes episodes_;
     HangEvidenceCapture capture_;
+    int capture_episode_ = 0;  // the episode of the capture started last (one runs at a time)
     std::vector<std::string> warnings_;
 };
 
