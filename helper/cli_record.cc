@@ -21,6 +21,7 @@
 #include "helper/output_dir.h"
 #include "helper/output_fallback.h"
 #include "helper/output_sinks.h"
+#include "helper/record_hang.h"
 #include "helper/sampling_gap.h"
 #include "helper/stop_signal.h"
 #include "helper/subcommands.h"
@@ -141,11 +142,12 @@ int run_record(int argc, char** argv, int first) {
     const double driver_timeout =
         args.has("driver-timeout") ? parse_seconds("driver-timeout", *args.value("driver-timeout"), 0.05, 600)
                                    : 5.0;
-    Sampler sampler = Sampler::for_node(roots_from_environment(), driver_timeout);
+    const Roots roots = roots_from_environment();
+    Sampler sampler = Sampler::for_node(roots, driver_timeout);
 
     Snapshot snap = sampler.sample();
-    const std::string stem = file_name_part(snap.context.step_id.empty() ? "0" : snap.context.step_id) + "." +
-                             file_name_part(snap.host);
+    const std::string step_part = file_name_part(snap.context.step_id.empty() ? "0" : snap.context.step_id);
+    const std::string stem = step_part + "." + file_name_part(snap.host);
     const std::string timeline_path = out.path + "/timeline." + stem + timeline_suffix(format);
     // Our diagnostics go to a log next to the timeline (the plugin gives us /dev/null as stderr).
     const std::string log_path = out.path + "/helper." + stem + ".log";
@@ -180,6 +182,8 @@ int run_record(int argc, char** argv, int first) {
         write_timeline([&](std::string& e) { return timeline.append(line, e); });
     };
     write_timeline([&](std::string& e) { return timeline.write_header(header, e); });
+    // A confirmed hang: evidence kept next to the timeline, on a thread of its own (record_hang.h).
+    RecordHangHook hang(roots, step_part, file_name_part(snap.host));
 
     const double started = monotonic_now();
     double next = started;
@@ -213,6 +217,7 @@ int run_record(int argc, char** argv, int first) {
             if (sample_warnings.size() < kMaxSampleWarnings) sample_warnings.insert(w);
         write_timeline([&](std::string& e) { return timeline.append_sample(current, profile, e); });
         sinks.publish(current, profile, profiler.last_rates());
+        hang.after_sample(current, profile, dir, append);
         // Measured GPUs only: a GPU Slurm allocated but NVML never answered for is not counted.
         gpu_count = std::max<int>(
             gpu_count,
@@ -236,7 +241,10 @@ int run_record(int argc, char** argv, int first) {
     }
 
     // Stop path: bounded work only (the plugin waits at most stop_timeout, then SIGKILLs). The verdict is
-    // written first; resolving alerts (up to a few seconds on a slow Alertmanager) comes after it.
+    // written first; resolving alerts (up to a few seconds on a slow Alertmanager) comes after it. A hang
+    // capture still running gets at most a second: its event then goes in before the verdict line.
+    hang.at_stop(1.0, append);
+    for (const auto& w : hang.warnings()) warnings.push_back(w);
     const StepVerdict verdict = profiler.verdict();
     warnings.insert(warnings.begin() + static_cast<std::ptrdiff_t>(setup_warnings), sample_warnings.begin(),
                     sample_warnings.end());

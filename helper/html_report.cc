@@ -44,6 +44,8 @@ std::string header(const JobReport& r) {
                       "' id=verdict-label>" + svg::escape(r.verdict.label) + "</span></h1><div>user " +
                       svg::escape(r.user.empty() ? "?" : r.user) + " &middot; " + buf + " &middot; from " +
                       svg::escape(format_rfc3339(r.verdict.start_time)) + "</div>";
+    if (!r.hang_files.empty())  // who a hung job waited for, before any reason
+        out += "<p id=hang class=alarm><b>" + svg::escape(r.hang.line) + "</b></p>";
     if (!r.verdict.reasons.empty()) {
         const auto& top = r.verdict.reasons.front().reason;
         out += "<p id=top-reason><b>" + svg::escape(top.code) + "</b>: " + svg::escape(top.message) + "</p>";

@@ -131,6 +131,12 @@ JobCommentFacts job_comment_facts(const JobReport& report, const std::vector<std
     f.stragglers.assign(stragglers.begin(), stragglers.end());
     f.gpus_measured = static_cast<int>(report.gpus.size());
     f.file = summary_path;
+    if (!report.hang_files.empty()) {
+        f.hang_kind = to_string(report.hang.kind);
+        f.hang_rank = report.hang.rank;
+        f.hang_host = report.hang.host;
+        f.hang_gpu = report.hang.gpu;
+    }
     return f;
 }
 

@@ -434,6 +434,7 @@ JobReport build_job_report(const std::vector<std::string>& inputs, const JobRepo
         job.root_cause_node = job.hosts > 1 ? subject.substr(0, subject.find(':')) : job.nodes.front().host;
     }
     write_job_notes(job);
+    read_job_hang(job, inputs);
     return job;
 }
 

@@ -15,6 +15,7 @@
 
 #include "helper/node_stats.h"
 #include "helper/replay_timeline.h"
+#include "libstallscope/hang/culprit.h"
 #include "libstallscope/model/profile.h"
 #include "libstallscope/util/printable.h"
 
@@ -62,6 +63,10 @@ struct JobReport {
     std::string root_cause_node;              // the host root_cause is about
     std::vector<std::string> notes;
     std::vector<std::string> warnings;
+    // The hang evidence the helpers kept next to the recordings (evidence.<step>.<host>.<n>.json, the
+    // newest episode per node) and the rank it names; hang_files empty: no node captured any.
+    std::vector<std::string> hang_files;
+    HangFinding hang;
 };
 
 struct JobReportOptions {
@@ -89,6 +94,10 @@ JobReport build_job_report(const std::vector<std::string>& inputs, const JobRepo
 // intervals old is a helper still at work, not a dead one: it is marked `running` instead of incomplete,
 // and its replayed verdict so far stands (provisional). Called by build_job_report with the current time.
 void find_running_recordings(JobReport& report, double now);
+
+// The hang evidence in the inputs' directories (a file input: its directory) into report.hang_files /
+// report.hang; what cannot be read becomes a warning. Called by build_job_report.
+void read_job_hang(JobReport& report, const std::vector<std::string>& inputs);
 
 // Plain-language notes of a built report (idle/throttled GPUs, paused or lossy ports, stragglers), grouped
 // when many nodes share one; called by build_job_report.

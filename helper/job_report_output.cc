@@ -35,6 +35,13 @@ Json job_report_json(const JobReport& r) {
     o["straggler_gpu"] = r.straggler_gpu;
     o["worst_port"] = r.worst_port;
     o["root_cause_node"] = r.root_cause_node;
+    // Who a hung job waited for (null: no node kept hang evidence); `line` is what summary.txt shows first.
+    if (r.hang_files.empty()) {
+        o["hang"] = nullptr;
+    } else {
+        o["hang"] = to_json(r.hang);
+        o["hang"]["files"] = r.hang_files;
+    }
     o["step_count"] = r.steps;
     o["host_count"] = r.hosts;
     o["steps"] = Json::array();

@@ -382,6 +382,12 @@ std::string compress_host_list(std::vector<std::string> hosts) {
 std::string job_report_text(const JobReport& r, const ReportView& view) {
     if (!view.node.empty()) return node_detail(r, view.node);
     std::vector<std::string> out;
+    // A hang first: at 3 a.m. the rank the job waits for matters more than anything below.
+    if (!r.hang_files.empty()) {
+        out.push_back(r.hang.line);
+        out.push_back("  evidence: " + std::to_string(r.hang_files.size()) + " file(s), first " +
+                      r.hang_files.front());
+    }
     header(out, r);
     if (view.all) {
         out.push_back("");

@@ -126,10 +126,12 @@ ConfigParse parse_plugin_args(const std::vector<std::string_view>& args) {
                 c.comment = CommentTarget::none;
             else
                 bad(arg, "expected admin, user or none");
-        } else if (key == "always_on" || key == "nccl_env" || key == "allow_test_env") {
-            bool* flag = key == "always_on"  ? &c.always_on
-                         : key == "nccl_env" ? &c.nccl_env
-                                             : &c.allow_test_env;
+        } else if (key == "always_on" || key == "nccl_env" || key == "allow_test_env" ||
+                   key == "flight_recorder") {
+            bool* flag = key == "always_on"         ? &c.always_on
+                         : key == "nccl_env"        ? &c.nccl_env
+                         : key == "flight_recorder" ? &c.flight_recorder
+                                                    : &c.allow_test_env;
             if (value == "0" || value == "1")
                 *flag = value == "1";
             else

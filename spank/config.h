@@ -44,6 +44,9 @@ struct PluginConfig {
     std::string nccl_inspector_plugin;  // absolute path of the Inspector profiler plugin, "" = none
     unsigned nccl_ras_port_first = 28100;
     unsigned nccl_ras_port_last = 29123;
+    // PyTorch flight-recorder variables (spank/flight_recorder_env.h): on unless flight_recorder=0; never
+    // over a variable the job set, none at all when the job set its own buffer size.
+    bool flight_recorder = true;
     // Test seams (STALLSCOPE_*_ROOT, STALLSCOPE_NVML_LIBRARY, ...; helper_spec.h) make the helper load
     // user-chosen code or read user-chosen files as fact: taken from a job's environment only when the
     // admin sets allow_test_env=1 (test clusters).

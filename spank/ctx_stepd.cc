@@ -14,6 +14,7 @@
 
 #include "spank/comment.h"
 #include "spank/escape.h"
+#include "spank/flight_recorder_env.h"
 #include "spank/helper_spec.h"
 #include "spank/job_writer.h"
 #include "spank/nccl_env.h"
@@ -94,6 +95,36 @@ void set_nccl_env(spank_t sp) {
         slurm_verbose("stallscope: job %s step %s: nccl env:%s", g_step.job_id.c_str(),
                       step_label(g_step.step_id).c_str(),
                       names.empty() ? " (all set by the user)" : names.c_str());
+}
+
+// PyTorch flight-recorder variables (flight_recorder_env.h), after the NCCL help: the FIFO directory
+// <run_dir>/<jobid> (node-local, removed by job_epilog) is made for the job user and checked first, as
+// root, before any task; without it no pipe variable is set, since PyTorch would abort the rank.
+void set_flight_recorder_env(spank_t sp) {
+    if (!g_step.config.flight_recorder) return;
+    const std::vector<std::string> env = job_env(sp);
+    std::string pipe_prefix, problem;
+    const bool user_chose = find_env(env, "TORCH_NCCL_TRACE_BUFFER_SIZE", nullptr) ||
+                            find_env(env, "TORCH_FR_BUFFER_SIZE", nullptr) ||
+                            find_env(env, "TORCH_NCCL_DEBUG_INFO_PIPE_FILE", nullptr) ||
+                            find_env(env, "TORCH_FR_DEBUG_INFO_PIPE_FILE", nullptr);
+    if (!user_chose) {
+        const std::string dir = job_run_dir(g_step.config, g_step.job_id);
+        problem = prepare_pipe_dir(dir, g_step.user.uid, g_step.user.gid);
+        if (problem.empty()) pipe_prefix = dir + "/frpipe." + step_label(g_step.step_id) + ".";
+    }
+    std::string dump_prefix = g_step.out_dir;
+    while (dump_prefix.size() > 1 && dump_prefix.back() == '/') dump_prefix.pop_back();
+    dump_prefix += "/torch-fr-";
+    const FlightRecorderPlan plan = plan_flight_recorder_env(true, env, dump_prefix, pipe_prefix, problem);
+    if (!plan.note.empty())
+        slurm_info("stallscope: job %s: %s", g_step.job_id.c_str(), shown(plan.note).c_str());
+    for (const auto& [name, value] : plan.set) {
+        spank_err_t rc = spank_setenv(sp, name.c_str(), value.c_str(), 0);
+        if (rc != ESPANK_SUCCESS && rc != ESPANK_ENV_EXISTS)
+            slurm_error("stallscope: job %s: cannot set %s: %s", g_step.job_id.c_str(), shown(name).c_str(),
+                        spank_strerror(rc));
+    }
 }
 
 long now_us() {
@@ -393,6 +424,7 @@ int stepd_init_post_opt(spank_t sp) {
     // The NCCL help goes to every recording step, also one whose node is sampled by another step (an
     // srun inside a recording batch job is where NCCL runs).
     set_nccl_env(sp);
+    set_flight_recorder_env(sp);
     return 0;
 }
 

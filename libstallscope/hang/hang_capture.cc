@@ -332,7 +332,6 @@ bool HangEvidenceCapture::start(CaptureRequest request) {
     if (running()) return false;
     if (thread_.joinable()) thread_.join();  // finished: done is set
     state_ = std::make_shared<State>();
-    running_ = true;
     // The thread owns what it needs (state by shared_ptr): stop() may leave it behind without a dangling
     // reference.
     thread_ = std::thread([state = state_, req = std::move(request)] {
@@ -348,6 +347,7 @@ bool HangEvidenceCapture::start(CaptureRequest request) {
         }
         state->done = true;
     });
+    running_ = true;  // only once the thread exists: a failed std::thread must not block later captures
     return true;
 }
 

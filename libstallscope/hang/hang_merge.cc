@@ -120,10 +120,17 @@ void add_evidence_document(const Json& doc, HangEvidence& out, std::vector<std::
 }
 
 JobHangEvidence read_job_hang_evidence(const std::string& dir, std::size_t max_files) {
+    return read_job_hang_evidence(std::vector<std::string>{dir}, max_files);
+}
+
+JobHangEvidence read_job_hang_evidence(const std::vector<std::string>& dirs, std::size_t max_files) {
     JobHangEvidence out;
-    std::map<std::string, std::pair<int, std::string>> newest;  // "<step>.<host>" -> (episode, file)
-    if (DIR* d = ::opendir(dir.c_str())) {
-        std::size_t seen = 0;
+    // "<step>.<host>" -> (episode, path): one file per node and step, from whichever dir holds it.
+    std::map<std::string, std::pair<int, std::string>> newest;
+    std::size_t seen = 0;
+    for (const auto& dir : dirs) {
+        DIR* d = ::opendir(dir.c_str());
+        if (!d) continue;  // no dir, no evidence: the report says what it read
         while (const dirent* e = ::readdir(d)) {
             const auto [key, episode] = episode_of(e->d_name);
             if (episode < 0) continue;
@@ -133,13 +140,14 @@ JobHangEvidence read_job_hang_evidence(const std::string& dir, std::size_t max_f
                 break;
             }
             auto& slot = newest[key];
-            if (slot.second.empty() || episode > slot.first) slot = {episode, e->d_name};
+            if (slot.second.empty() || episode > slot.first) slot = {episode, dir + "/" + e->d_name};
         }
         ::closedir(d);
+        if (seen > max_files) break;
     }
     HangEvidence evidence;
     for (const auto& [key, file] : newest) {
-        const std::string path = dir + "/" + file.second;
+        const std::string& path = file.second;
         std::string error;
         const auto text = read_text_file(path, error, 32u << 20);
         if (!text) {

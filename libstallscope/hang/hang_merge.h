@@ -24,5 +24,7 @@ struct JobHangEvidence {
 
 // Reads `dir`'s evidence files (at most max_files, each at most 32 MiB).
 JobHangEvidence read_job_hang_evidence(const std::string& dir, std::size_t max_files = 4096);
+// Several dirs of one job (report's inputs): the newest episode per step and host over all of them.
+JobHangEvidence read_job_hang_evidence(const std::vector<std::string>& dirs, std::size_t max_files = 4096);
 
 }  // namespace stallscope

@@ -87,6 +87,18 @@ int count_gpu_ids(const std::string& list) {
     return n;
 }
 
+// " hang=culprit:rank2@n2/gpu0": at most ~100 characters whatever the host name (cut to 48 before its
+// encoding), so it always fits next to the rest of a segment.
+std::string hang_field(const JobCommentFacts& f) {
+    if (f.hang_kind.empty()) return "";
+    std::string out = " hang=" + encode(f.hang_kind.substr(0, 16));
+    if (f.hang_rank < 0) return out;
+    out += ":rank" + std::to_string(f.hang_rank);
+    if (!f.hang_host.empty()) out += "@" + encode(f.hang_host.substr(0, 48));
+    if (f.hang_gpu >= 0) out += "/gpu" + std::to_string(f.hang_gpu);
+    return out;
+}
+
 }  // namespace
 
 int allocated_gpus_from_slurm_env() {
@@ -110,14 +122,17 @@ std::string compose_job_comment_segment(const JobCommentFacts& f) {
                        " dur=" + std::to_string(static_cast<long long>(std::llround(f.duration_seconds)));
     if (!f.node.empty()) tail += " node=" + encode(f.node);
     const std::string file = f.file.empty() ? "" : " file=" + encode(f.file);
+    const std::string hang = hang_field(f);
     // The host lists share what is left of a typical 256-character segment; a long file= path
     // may still push the segment past it, never past kCommentMaxLength.
-    const std::size_t fixed = head.size() + tail.size() + file.size() + 24;
+    const std::size_t fixed = head.size() + tail.size() + file.size() + hang.size() + 24;
     const std::size_t budget = fixed < 256 ? (256 - fixed) / 2 : 16;
     if (!f.missing.empty()) head += " missing=" + host_list(f.missing, budget);
     if (!f.stragglers.empty()) head += " stragglers=" + host_list(f.stragglers, budget);
     std::string s = head + tail;
-    if (s.size() + file.size() <= kCommentMaxLength) s += file;
+    // file= is dropped before hang=: the summary it points to is found from the job's output dir anyway.
+    if (s.size() + file.size() + hang.size() <= kCommentMaxLength) s += file;
+    if (s.size() + hang.size() <= kCommentMaxLength) s += hang;
     if (s.size() > kCommentMaxLength) s.resize(kCommentMaxLength);
     return s;
 }
@@ -185,6 +200,8 @@ std::optional<CommentSegment> parse_comment_segment(const std::string& comment) 
                 seg.node = decode(value);
             else if (key == "file")
                 seg.file = decode(value);
+            else if (key == "hang")
+                seg.hang = decode(value);
             else
                 break;
         } catch (const std::exception&) {

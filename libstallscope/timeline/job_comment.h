@@ -4,7 +4,9 @@
 // Versioned and self-identifying so it can share AdminComment with other tools (jobstats' JS1:...).
 // The job's writer (helper/job_finish.h) writes the merged job segment instead, with optional keys:
 //   stallscope/1 FAIL_RISK conf=0.90 top=rdma_port_down:n2:mlx5_0/1 nodes=3 missing=n3 stragglers=n1
-//   gpus=16/24 dur=120 node=n2 file=/p/summary.json
+//   gpus=16/24 dur=120 node=n2 file=/p/summary.json hang=culprit:rank2@n2/gpu0
+// hang= (only when a node kept hang evidence) comes last, so a reader that stops at a key it does not know
+// has read every other key: culprit|suspect[:rank<r>[@<host>[/gpu<g>]]], all_waiting, no_evidence.
 // gpus= is "measured" or "measured/allocated" (allocated from the Slurm GPU variables, when known).
 #pragma once
 
@@ -40,6 +42,10 @@ struct JobCommentFacts {
     double duration_seconds = 0;
     std::string node;  // the node of the root cause (or the worst node)
     std::string file;  // summary.json
+    // Who a hung job waited for (the hang evidence's finding): culprit | suspect | all_waiting |
+    // no_evidence; "" when no node kept hang evidence. The named rank's host and GPU: "" / -1 when none.
+    std::string hang_kind, hang_host;
+    int hang_rank = -1, hang_gpu = -1;
 };
 
 // Always <= kCommentMaxLength: host lists are cut with a "+N" count, then file= is dropped.
@@ -57,6 +63,7 @@ struct CommentSegment {
     double duration_seconds = 0;
     int nodes = 0;  // job segments only (0: a per-node segment)
     std::vector<std::string> missing, stragglers;
+    std::string hang;  // "culprit:rank2@n2/gpu0", "all_waiting", ...; "" when the segment has no hang=
 };
 
 // Finds our segment inside a whole comment (which may hold other tools' text) and parses it: the first

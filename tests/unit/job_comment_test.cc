@@ -161,3 +161,45 @@ TEST_CASE(
     CHECK(parse_comment_segment("JS1:a; stallscope/1 SLOW conf=0.5")->label == "SLOW");
     CHECK(parse_comment_segment("note stallscope/1 FAST; stallscope/1 SLOW conf=0.5")->label == "SLOW");
 }
+
+TEST_CASE("a hung job's segment names the culprit last, bounded, and drops file= before hang= (issue 41)") {
+    JobCommentFacts f;
+    f.label = kLabelFailRisk;
+    f.confidence = 0.9;
+    f.top = "gpu_busy_wait_hang:n1:GPU-0";
+    f.nodes = 2;
+    f.gpus_measured = 16;
+    f.node = "n1";
+    f.file = "/p/summary.json";
+    f.hang_kind = "culprit";
+    f.hang_rank = 2;
+    f.hang_host = "n2";
+    f.hang_gpu = 0;
+    const auto s = compose_job_comment_segment(f);
+    CHECK(s ==
+          "stallscope/1 FAIL_RISK conf=0.90 top=gpu_busy_wait_hang:n1:GPU-0 nodes=2 gpus=16 dur=0 node=n1 "
+          "file=/p/summary.json hang=culprit:rank2@n2/gpu0");
+    auto seg = parse_comment_segment(s + "; JS1:x");
+    REQUIRE(seg);
+    CHECK(seg->hang == "culprit:rank2@n2/gpu0");
+    CHECK(seg->file == "/p/summary.json");
+    // An older reader stops at the first key it does not know: everything else comes before hang=.
+    CHECK(s.find(" hang=") > s.find(" file="));
+
+    // No rank named: the kind alone; no evidence at all: no key.
+    f.hang_kind = "all_waiting", f.hang_rank = -1, f.hang_host.clear(), f.hang_gpu = -1;
+    CHECK(compose_job_comment_segment(f).ends_with(" file=/p/summary.json hang=all_waiting"));
+    f.hang_kind.clear();
+    CHECK(compose_job_comment_segment(f).find("hang=") == std::string::npos);
+
+    // A host name of 300 odd bytes is cut before its encoding; a path that leaves no room drops file=.
+    f.hang_kind = "suspect", f.hang_rank = 7, f.hang_host = std::string(300, ' '), f.hang_gpu = 3;
+    f.file = "/" + std::string(1000, 'a');
+    const auto long_one = compose_job_comment_segment(f);
+    CHECK(long_one.size() <= kCommentMaxLength);
+    CHECK(long_one.find(" file=") == std::string::npos);
+    std::string spaces;
+    for (int i = 0; i < 48; ++i) spaces += "%20";
+    CHECK(long_one.ends_with(" hang=suspect:rank7@" + spaces + "/gpu3"));
+    CHECK(parse_comment_segment(long_one)->hang == "suspect:rank7@" + std::string(48, ' ') + "/gpu3");
+}
