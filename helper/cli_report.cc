@@ -19,11 +19,6 @@
 namespace stallscope::cli {
 namespace {
 
-bool is_directory(const std::string& path) {
-    struct stat st {};
-    return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
 // `report --comment`: the job's comment segment as the job's writer composes it (job_finish.h), for
 // whoever writes the comment after the job (contrib/slurm/slurmctld-epilog.sh: the plugin cannot update
 // a job that scancel or its time limit ended). Read-only; file= names summary.json when there is one.

@@ -21,11 +21,6 @@
 namespace stallscope::cli {
 namespace {
 
-bool is_directory(const std::string& path) {
-    struct stat st {};
-    return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
 // DIR as given; a job id through the shared lookup (job_lookup.h): while the job runs its AdminComment has
 // no segment yet, so <WorkDir>/stallscope-<id> (the plugin's default) or ./stallscope-<id> answers.
 std::string resolve_job_dir(const std::string& input, const std::string& sacct) {

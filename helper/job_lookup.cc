@@ -15,11 +15,6 @@
 namespace stallscope::cli {
 namespace {
 
-bool is_directory(const std::string& path) {
-    struct stat st {};
-    return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
 std::string parent_of(const std::string& file) {
     const auto slash = file.rfind('/');
     return slash == std::string::npos ? "." : file.substr(0, slash == 0 ? 1 : slash);
@@ -52,6 +47,11 @@ void say_reading(const std::string& command, const std::string& id, const std::s
 }
 
 }  // namespace
+
+bool is_directory(const std::string& path) {
+    struct stat st {};
+    return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
 
 bool looks_like_job_id(const std::string& text) {
     static const std::regex job_id(R"(\d+([_+]\d+)?)");

@@ -6,6 +6,9 @@
 
 namespace stallscope::cli {
 
+// stat() says directory (following links: a path the user typed).
+bool is_directory(const std::string& path);
+
 // A job id as sacct takes one: 12345, an array task 12345_7, a het component 12345+1.
 bool looks_like_job_id(const std::string& text);
 

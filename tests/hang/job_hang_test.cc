@@ -19,9 +19,9 @@ using test::run_process;
 
 namespace {
 
-const std::string kExe = STALLSCOPE_EXE;
+const std::string kJobHangExe = STALLSCOPE_EXE;
 
-std::string read_file(const std::string& path) {
+std::string read_job_file(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     std::stringstream s;
     s << in.rdbuf();
@@ -59,10 +59,10 @@ void write_evidence(const std::string& dir, const std::string& scenario, int idl
             FlightRecorderDump d;
             std::vector<std::string> warnings;
             std::string error;
-            REQUIRE(
-                read_flight_recorder_dump(read_file(std::string(STALLSCOPE_FIXTURES_DIR) + "/hang/fr/" +
-                                                    scenario + "/nccl_trace_rank_" + std::to_string(rank)),
-                                          d, warnings, error));
+            REQUIRE(read_flight_recorder_dump(
+                read_job_file(std::string(STALLSCOPE_FIXTURES_DIR) + "/hang/fr/" + scenario +
+                              "/nccl_trace_rank_" + std::to_string(rank)),
+                d, warnings, error));
             d.rank = rank;
             dumps.push_back({{"rank", rank}, {"outcome", "read"}, {"summary", to_json(d)}});
         }
@@ -92,30 +92,30 @@ TEST_CASE("a rank one collective behind: summary, report, HTML and comment name 
     const std::string dir = job_dir("job-hang-behind", "behind-by-one", 2);
     const std::string culprit = "HANG culprit: rank 2 (gpu-node-02 GPU0 pid 1002) did not arrive at ";
 
-    const auto summarize = run_process({kExe, "summarize", dir});
+    const auto summarize = run_process({kJobHangExe, "summarize", dir});
     REQUIRE_MESSAGE(summarize.exit_code == 0, summarize.err);
-    const std::string text = read_file(dir + "/summary.txt");
+    const std::string text = read_job_file(dir + "/summary.txt");
     CHECK_MESSAGE(first_line(text).rfind(culprit, 0) == 0, text);
-    const Json summary = Json::parse(read_file(dir + "/summary.json"));
+    const Json summary = Json::parse(read_job_file(dir + "/summary.json"));
     CHECK(summary["hang"]["kind"] == "culprit");
     CHECK(summary["hang"]["rank"] == 2);
     CHECK(summary["hang"]["host"] == "gpu-node-02");
     CHECK(summary["hang"]["files"].size() == 2);
 
-    const auto report = run_process({kExe, "report", dir});
+    const auto report = run_process({kJobHangExe, "report", dir});
     REQUIRE(report.exit_code == 0);
     CHECK_MESSAGE(first_line(report.out).rfind(culprit, 0) == 0, report.out);
-    const auto json = run_process({kExe, "report", dir, "--json"});
+    const auto json = run_process({kJobHangExe, "report", dir, "--json"});
     CHECK(Json::parse(json.out)["hang"]["rank"] == 2);
 
-    const auto html = run_process({kExe, "report", dir, "--html", dir + "/report.html"});
+    const auto html = run_process({kJobHangExe, "report", dir, "--html", dir + "/report.html"});
     REQUIRE_MESSAGE(html.exit_code == 0, html.err);
-    const std::string page = read_file(dir + "/report.html");
+    const std::string page = read_job_file(dir + "/report.html");
     const auto banner = page.find("<p id=hang class=alarm><b>HANG culprit: rank 2 (gpu-node-02 GPU0");
     CHECK(banner != std::string::npos);
     CHECK(banner < page.find("id=top-reason"));  // before the root cause
 
-    const auto comment = run_process({kExe, "report", dir, "--comment"});
+    const auto comment = run_process({kJobHangExe, "report", dir, "--comment"});
     REQUIRE(comment.exit_code == 0);
     INFO(comment.out);
     CHECK(comment.out.find(" hang=culprit:rank2@gpu-node-02/gpu0\n") != std::string::npos);
@@ -128,22 +128,22 @@ TEST_CASE("a rank one collective behind: summary, report, HTML and comment name 
 
 TEST_CASE("every rank inside the collective: the summary says to look at the fabric") {
     const std::string dir = job_dir("job-hang-inside", "all-inside");
-    REQUIRE(run_process({kExe, "summarize", dir}).exit_code == 0);
-    const std::string line = first_line(read_file(dir + "/summary.txt"));
+    REQUIRE(run_process({kJobHangExe, "summarize", dir}).exit_code == 0);
+    const std::string line = first_line(read_job_file(dir + "/summary.txt"));
     CHECK_MESSAGE(line.rfind("HANG: all 4 ranks waiting inside the collective", 0) == 0, line);
     CHECK(line.find(": look at the fabric") != std::string::npos);
-    CHECK(Json::parse(read_file(dir + "/summary.json"))["hang"]["kind"] == "all_waiting");
-    const auto comment = run_process({kExe, "report", dir, "--comment"});
+    CHECK(Json::parse(read_job_file(dir + "/summary.json"))["hang"]["kind"] == "all_waiting");
+    const auto comment = run_process({kJobHangExe, "report", dir, "--comment"});
     CHECK_MESSAGE(comment.out.find(" hang=all_waiting\n") != std::string::npos, comment.out);
     std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("no evidence files: no hang line, hang null, no hang= in the comment") {
     const std::string dir = job_dir("job-no-hang");
-    REQUIRE(run_process({kExe, "summarize", dir}).exit_code == 0);
-    CHECK(first_line(read_file(dir + "/summary.txt")).rfind("Job 4242", 0) == 0);
-    CHECK(Json::parse(read_file(dir + "/summary.json"))["hang"].is_null());
-    CHECK(run_process({kExe, "report", dir, "--comment"}).out.find("hang=") == std::string::npos);
+    REQUIRE(run_process({kJobHangExe, "summarize", dir}).exit_code == 0);
+    CHECK(first_line(read_job_file(dir + "/summary.txt")).rfind("Job 4242", 0) == 0);
+    CHECK(Json::parse(read_job_file(dir + "/summary.json"))["hang"].is_null());
+    CHECK(run_process({kJobHangExe, "report", dir, "--comment"}).out.find("hang=") == std::string::npos);
     std::filesystem::remove_all(dir);
 }
 
@@ -155,8 +155,8 @@ TEST_CASE("the job writer's merged comment segment names the culprit") {
     REQUIRE(::pipe(fds) == 0);
     const std::string node = std::string(STALLSCOPE_FIXTURES_DIR) + "/nodes/dgx-h100";
     const int pid = test::start_process(
-        {kExe, "record", "--out-dir", dir, "--interval-seconds", "0.05", "--count", "3", "--liveness-fd", "3",
-         "--job-writer", "--merge-wait-seconds", "0"},
+        {kJobHangExe, "record", "--out-dir", dir, "--interval-seconds", "0.05", "--count", "3",
+         "--liveness-fd", "3", "--job-writer", "--merge-wait-seconds", "0"},
         {"STALLSCOPE_PROCFS_ROOT=" + node + "/proc", "STALLSCOPE_SYSFS_ROOT=" + node + "/sys",
          "STALLSCOPE_NVML_LIBRARY=" FAKE_NVML_PATH, "STALLSCOPE_FAKE_NVML_FIXTURE=" + node + "/nvml.json",
          "STALLSCOPE_NVIDIA_SMI=/nonexistent", "SLURM_JOB_ID=4242", "SLURM_STEP_ID=0"},
@@ -174,6 +174,6 @@ TEST_CASE("the job writer's merged comment segment names the culprit") {
     INFO(out);
     CHECK(out.substr(0, first_end).find("hang=") == std::string::npos);
     CHECK(job_segment.find(" hang=culprit:rank2@gpu-node-02/gpu0\n") != std::string::npos);
-    CHECK(first_line(read_file(dir + "/summary.txt")).rfind("HANG culprit: rank 2 ", 0) == 0);
+    CHECK(first_line(read_job_file(dir + "/summary.txt")).rfind("HANG culprit: rank 2 ", 0) == 0);
     std::filesystem::remove_all(std::filesystem::path(dir).parent_path());
 }

@@ -19,7 +19,7 @@ using test::run_process;
 
 namespace {
 
-const std::string kExe = STALLSCOPE_EXE;
+const std::string kRecordExe = STALLSCOPE_EXE;
 
 Json read_json(const std::string& path) {
     std::ifstream in(path);
@@ -79,8 +79,8 @@ TEST_CASE("a busy-wait hang during `record`: one evidence file next to the timel
     const std::string out = root + "/stallscope-4242";
     // 40 samples at 0.05 s: the hang is confirmed at the 5th (hang_min_samples), the capture (two /proc
     // passes 1 s apart) ends well before the last sample.
-    const auto r = run_process({kExe, "record", "--out-dir", out, "--interval-seconds", "0.05", "--count",
-                                "40", "--timeline-format", "1"},
+    const auto r = run_process({kRecordExe, "record", "--out-dir", out, "--interval-seconds", "0.05",
+                                "--count", "40", "--timeline-format", "1"},
                                node_env(node));
     REQUIRE_MESSAGE(r.exit_code == 0, r.err);
     const auto evidence = files_starting(out, "evidence.0.");
@@ -132,7 +132,7 @@ TEST_CASE("SIGTERM while the capture runs: the helper stops within its bound, th
     const std::string node = busy_wait_node(root);
     const std::string out = root + "/stallscope-4242";
     const int pid = test::start_process(
-        {kExe, "record", "--out-dir", out, "--interval-seconds", "0.05", "--timeline-format", "1"},
+        {kRecordExe, "record", "--out-dir", out, "--interval-seconds", "0.05", "--timeline-format", "1"},
         node_env(node));
     REQUIRE(pid > 0);
     // The hang is confirmed at the 5th sample (~0.25 s); the capture's two /proc passes take 1 s.

@@ -19,7 +19,7 @@ using Env = std::vector<std::string>;
 const char* kDump = "/home/alice/run/stallscope-42/torch-fr-";
 const char* kPipe = "/run/stallscope/42/frpipe.0.";
 
-std::string value_of(const FlightRecorderPlan& plan, const std::string& name) {
+std::string fr_value_of(const FlightRecorderPlan& plan, const std::string& name) {
     for (const auto& [n, v] : plan.set)
         if (n == name) return v;
     return "<unset>";
@@ -33,12 +33,12 @@ FlightRecorderPlan plan(const Env& env, const char* pipe = kPipe, const char* pr
 TEST_CASE(
     "a job without any flight-recorder variable gets the buffer, dump on timeout, dump and pipe files") {
     const auto p = plan({"PATH=/usr/bin"});
-    CHECK(value_of(p, "TORCH_NCCL_TRACE_BUFFER_SIZE") == "2000");
-    CHECK(value_of(p, "TORCH_FR_BUFFER_SIZE") == "2000");
-    CHECK(value_of(p, "TORCH_NCCL_DUMP_ON_TIMEOUT") == "1");
-    CHECK(value_of(p, "TORCH_FR_DUMP_TEMP_FILE") == kDump);
-    CHECK(value_of(p, "TORCH_NCCL_DEBUG_INFO_TEMP_FILE") == kDump);
-    CHECK(value_of(p, "TORCH_NCCL_DEBUG_INFO_PIPE_FILE") == kPipe);
+    CHECK(fr_value_of(p, "TORCH_NCCL_TRACE_BUFFER_SIZE") == "2000");
+    CHECK(fr_value_of(p, "TORCH_FR_BUFFER_SIZE") == "2000");
+    CHECK(fr_value_of(p, "TORCH_NCCL_DUMP_ON_TIMEOUT") == "1");
+    CHECK(fr_value_of(p, "TORCH_FR_DUMP_TEMP_FILE") == kDump);
+    CHECK(fr_value_of(p, "TORCH_NCCL_DEBUG_INFO_TEMP_FILE") == kDump);
+    CHECK(fr_value_of(p, "TORCH_NCCL_DEBUG_INFO_PIPE_FILE") == kPipe);
     CHECK(p.set.size() == 6);
     CHECK(p.note.empty());
 }
@@ -55,18 +55,18 @@ TEST_CASE("a buffer size the job set, 0 and empty included, means nothing at all
 TEST_CASE("each other variable the job set is kept; its dump or pipe choice keeps both names") {
     const auto p = plan({"TORCH_NCCL_DUMP_ON_TIMEOUT=0", "TORCH_NCCL_DEBUG_INFO_TEMP_FILE=/u/fr_",
                          "TORCH_FR_DEBUG_INFO_PIPE_FILE=/u/pipe_"});
-    CHECK(value_of(p, "TORCH_NCCL_DUMP_ON_TIMEOUT") == "<unset>");
-    CHECK(value_of(p, "TORCH_FR_DUMP_TEMP_FILE") == "<unset>");
-    CHECK(value_of(p, "TORCH_NCCL_DEBUG_INFO_TEMP_FILE") == "<unset>");
-    CHECK(value_of(p, "TORCH_NCCL_DEBUG_INFO_PIPE_FILE") == "<unset>");
-    CHECK(value_of(p, "TORCH_NCCL_TRACE_BUFFER_SIZE") == "2000");
+    CHECK(fr_value_of(p, "TORCH_NCCL_DUMP_ON_TIMEOUT") == "<unset>");
+    CHECK(fr_value_of(p, "TORCH_FR_DUMP_TEMP_FILE") == "<unset>");
+    CHECK(fr_value_of(p, "TORCH_NCCL_DEBUG_INFO_TEMP_FILE") == "<unset>");
+    CHECK(fr_value_of(p, "TORCH_NCCL_DEBUG_INFO_PIPE_FILE") == "<unset>");
+    CHECK(fr_value_of(p, "TORCH_NCCL_TRACE_BUFFER_SIZE") == "2000");
 }
 
 TEST_CASE(
     "no checked FIFO directory: no pipe variable (PyTorch would abort the rank), and the log says why") {
     const auto p = plan({}, "", "/run/stallscope/42: no free inodes");
-    CHECK(value_of(p, "TORCH_NCCL_DEBUG_INFO_PIPE_FILE") == "<unset>");
-    CHECK(value_of(p, "TORCH_NCCL_TRACE_BUFFER_SIZE") == "2000");  // the dump on timeout still works
+    CHECK(fr_value_of(p, "TORCH_NCCL_DEBUG_INFO_PIPE_FILE") == "<unset>");
+    CHECK(fr_value_of(p, "TORCH_NCCL_TRACE_BUFFER_SIZE") == "2000");  // the dump on timeout still works
     CHECK(p.note.find("no free inodes") != std::string::npos);
 }
 
