@@ -8,15 +8,16 @@
 #include <fstream>
 
 #include "libstallscope/model/snapshot_json.h"
+#include "tests/support/job_fixtures.h"
 #include "tests/support/run_process.h"
 
 using namespace stallscope;
+using stallscope::test::kJob4242;
 using stallscope::test::make_temp_dir;
 using stallscope::test::run_process;
 
 namespace {
 
-const std::string kJob4242 = std::string(STALLSCOPE_FIXTURES_DIR) + "/timelines/job-4242";
 const std::string kFakeSacct = std::string(STALLSCOPE_SOURCE_DIR) + "/tests/cli/fake_sacct.py";
 
 // A PATH whose `sacct` is the fake, as on a login node: no --sacct needed.

@@ -13,14 +13,13 @@
 #include "tests/support/job_fixtures.h"
 #include "tests/support/run_process.h"
 
+using stallscope::test::kJob4343;
 using stallscope::test::make_temp_dir;
 using stallscope::test::run_process;
 using stallscope::test::slurp;
 namespace svg = stallscope::cli::svg;
 
 namespace {
-
-const std::string kJob4343 = std::string(STALLSCOPE_FIXTURES_DIR) + "/timelines/job-4343";
 
 // The text between <figure ... id='ID'> and its </figure>.
 std::string figure(const std::string& page, const std::string& id) {
