@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -135,8 +136,20 @@ TEST_CASE("SIGTERM while the capture runs: the helper stops within its bound, th
         {kRecordExe, "record", "--out-dir", out, "--interval-seconds", "0.05", "--timeline-format", "1"},
         node_env(node));
     REQUIRE(pid > 0);
-    // The hang is confirmed at the 5th sample (~0.25 s); the capture's two /proc passes take 1 s.
-    std::this_thread::sleep_for(std::chrono::milliseconds(600));
+    // The hang is confirmed at the 5th sample; the capture's two /proc passes then take 1 s. SIGTERM goes
+    // once the timeline holds 6 lines (the header and 5 samples), not after a fixed sleep: the sanitizer
+    // build starts and samples several times slower, and a signal before the 5th sample tests nothing.
+    const auto lines_written = [&] {
+        if (!std::filesystem::is_directory(out)) return 0L;  // not made yet
+        const auto timelines = files_starting(out, "timeline.0.");
+        if (timelines.empty()) return 0L;
+        std::ifstream in(timelines[0]);
+        return static_cast<long>(std::count(std::istreambuf_iterator<char>(in), {}, '\n'));
+    };
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (lines_written() < 6 && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    REQUIRE(lines_written() >= 6);
     ::kill(pid, SIGTERM);
     const auto t0 = std::chrono::steady_clock::now();
     CHECK(test::wait_process(pid, 10) == 0);
