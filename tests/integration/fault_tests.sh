@@ -171,7 +171,17 @@ echo "  $(grep STEPS <<<"$out")"
 check "all 220 steps exit 0 (job $id)" test "$(grep -c FAILED <<<"$out")" = 0
 check "220 step records 0:0" test "$(sacct -n -P -j "$id" -o JobID,ExitCode | grep -cE '^[0-9]+\.[0-9]+\|0:0$')" = 220
 check "no helper process left" wait_until 10 eval '! helpers_running "$id"'
-check "the job comment was written once, not 200 times" test "$(grep -c "job $id step [0-9]*: job comment kept" "$LOG")" = 199
+# Written at the first step and again only when a step's verdict changes the segment (on a loaded machine
+# a step can see host CPU pressure: SLOW instead of UNKNOWN); kept by every other step.
+written=$(grep -c "job $id step [0-9]*: job comment written" "$LOG")
+kept=$(grep -c "job $id step [0-9]*: job comment kept" "$LOG")
+segments_changed() { # every write differs from the one before it (the segment without file=)
+    grep -o "job $id step [0-9]*: job comment written: .*" "$LOG" | sed -E 's/^[^:]*: job comment written: //; s/ file=.*//' |
+        awk 'NR > 1 && $0 == last { bad = 1 } { last = $0 } END { exit bad }'
+}
+check "the job comment was written only when it changed ($written written, $kept kept; not 200 writes)" \
+    eval '[ "$((written + kept))" = 200 ] && [ "$written" -le 5 ] && segments_changed'
+
 check "200 timelines and 200 verdicts" test "$(compgen -G "$W/many/stallscope-$id/timeline.*.jsonl.zst" | wc -l) $(compgen -G "$W/many/stallscope-$id/verdict.*.json" | wc -l)" = "200 200"
 check "no temporary or probe files left" test -z "$(find "$W/many/stallscope-$id" -name '.*' -o -name '*.tmp*' | head -n 1)"
 check "run-dir state and lock removed by the epilog" wait_until 20 no_run_state "$id"
