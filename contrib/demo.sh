@@ -32,7 +32,7 @@ contrib/install-deps.sh
 
 say "building (meson + ninja, build/)"
 [ -f build/build.ninja ] || meson setup build -Ddebug=false -Doptimization=2 >/dev/null
-ninja -C build spank/stallscope.so helper/stallscope tests/fake_nvml/libnvidia-ml.so.1 | tail -1
+ninja -C build spank/stallscope.so spank/stallscope-slurm-job helper/stallscope tests/fake_nvml/libnvidia-ml.so.1 | tail -1
 
 say "booting a private Slurm cluster on loopback (contrib/dev-cluster/up.sh)"
 export STALLSCOPE_PLUGIN=$REPO/build/spank/stallscope.so STALLSCOPE_HELPER=$REPO/build/helper/stallscope

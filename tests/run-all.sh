@@ -38,7 +38,10 @@ step "plain build (debugoptimized): the binaries the real-daemon, cluster, brows
 # A new build dir skips full debug info (-g costs ~55 % of compile time here); an existing one is reused.
 # The unit and scenario suites run in the sanitizer build below, not here: compiling their ~150 test
 # objects twice was ~40 % of this build. `meson test` builds only what the selected tests depend on.
-if [ ! -f build/build.ninja ]; then meson setup build -Ddebug=false -Doptimization=2 >/dev/null || exit 1; fi
+# A unity build, as the sanitizer build below (why: there); the benchmarks are built file by file.
+if [ ! -f build/build.ninja ]; then
+  meson setup build -Ddebug=false -Doptimization=2 -Dunity=on -Dunity_size=6 >/dev/null || exit 1
+fi
 run_meson_tests -C build --suite plain --print-errorlogs
 
 step "sanitizer build (ASan + UBSan, unity) and unit + scenario tests"
@@ -72,8 +75,27 @@ if command -v clang++ >/dev/null; then
   fuzz_pid=$!
 fi
 
-step "real daemons (node_exporter, Alertmanager, promtool), the real Slurm clusters (1 node; 3 nodes in network namespaces), the HTML views in headless chromium, the Debian package, the GPU node kit against the fake NVML and its bundle in a clean Debian 12 root"
-run_meson_tests -C build --suite daemons --suite cluster --suite browser --suite package --suite gpu-kit --print-errorlogs
+# The Debian package (dpkg-buildpackage: its own optimized build of the library, helper and plugin, then
+# lintian) took ~7 minutes on its own in the CI before; it too runs beside the cluster tests, from the source tree (it needs no
+# build dir), and is reported after them.
+package_log=$(mktemp)
+STALLSCOPE_PACKAGE_UNITY=1 tests/integration/package_test.sh "$PWD" build/tests/integration/package \
+  >"$package_log" 2>&1 &
+package_pid=$!
+
+step "real daemons (node_exporter, Alertmanager, promtool), the real Slurm clusters (1 node; 3 nodes in network namespaces), the HTML views in headless chromium, the GPU node kit against the fake NVML and its bundle in a clean Debian 12 root"
+run_meson_tests -C build --suite daemons --suite cluster --suite browser --suite gpu-kit --suite bundle --print-errorlogs
+
+step "the Debian package: dpkg-buildpackage, lintian, the unpacked .deb run (beside the cluster tests)"
+wait "$package_pid"
+package_rc=$?
+cat "$package_log"
+rm -f "$package_log"
+case $package_rc in
+  0) passed=$((passed + 1)) ;;
+  77) skipped=$((skipped + 1)) ;;
+  *) failed=$((failed + 1)) ;;
+esac
 
 step "fuzz gate: every libFuzzer target replays its corpus and regressions, then ${CI_RUNS:-4000} fixed-seed runs (run beside the cluster tests)"
 if [ -z "$fuzz_pid" ]; then

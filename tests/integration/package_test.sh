@@ -19,11 +19,12 @@ start=$(date +%s)
 # -g0 (appended to dpkg-buildflags' -g): debug info is what dh_strip moves into a -dbgsym package, and
 # about half of this build's compile time on 2 cores; what this test checks (the package's files,
 # dependencies, plugin release, man pages, a run of the packaged binary) does not depend on it.
-# STALLSCOPE_PACKAGE_DEBUG=1 builds exactly what an admin's dpkg-buildpackage does.
+# STALLSCOPE_PACKAGE_DEBUG=1 builds exactly what an admin's dpkg-buildpackage does; STALLSCOPE_PACKAGE_UNITY=1
+# (tests/run-all.sh) adds DEB_BUILD_OPTIONS=unity (debian/rules: a unity build, fewer compiler runs).
 debug_flags=-g0
 [ "${STALLSCOPE_PACKAGE_DEBUG:-0}" = 1 ] && debug_flags=
 (cd "$work/stallscope-$version" &&
-  DEB_CXXFLAGS_APPEND="$debug_flags" DEB_BUILD_OPTIONS="nocheck parallel=2" \
+  DEB_CXXFLAGS_APPEND="$debug_flags" DEB_BUILD_OPTIONS="nocheck parallel=2 ${STALLSCOPE_PACKAGE_UNITY:+unity}" \
     dpkg-buildpackage -us -uc -b >"$work/build.log" 2>&1) || {
   tail -40 "$work/build.log"
   echo "FAIL: dpkg-buildpackage"
