@@ -79,7 +79,7 @@ fi
 # lintian) took ~7 minutes on its own in the CI before; it too runs beside the cluster tests, from the source tree (it needs no
 # build dir), and is reported after them.
 package_log=$(mktemp)
-STALLSCOPE_PACKAGE_UNITY=1 tests/integration/package_test.sh "$PWD" build/tests/integration/package \
+STALLSCOPE_PACKAGE_UNITY=1 tests/integration/package_test.sh "$PWD" "$PWD/build/tests/integration/package" \
   >"$package_log" 2>&1 &
 package_pid=$!
 

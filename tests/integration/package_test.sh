@@ -5,7 +5,7 @@
 # usage: package_test.sh SOURCE_DIR WORK_DIR      exit 77 = skipped (no dpkg-buildpackage/debhelper)
 set -euo pipefail
 src=$(cd "$1" && pwd)
-work=$2
+work=$(realpath -m "$2")  # absolute: the build below runs in a subdirectory of it
 for tool in dpkg-buildpackage dh lintian; do
   command -v "$tool" >/dev/null || { echo "SKIP: $tool missing (contrib/install-deps.sh)"; exit 77; }
 done

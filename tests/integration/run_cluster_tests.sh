@@ -187,7 +187,17 @@ check "the helper sees the user's NCCL_DEBUG_FILE" grep -qxF "HELPERENV:NCCL_DEB
 check "RAS port still set next to it" grep -q "^NCCL_RAS_ADDR=localhost:" <<<"$out"
 out=$(as_user "$W/ncclenv" env -u STALLSCOPE_NCCL_ENV srun --stallscope=1 sh -c 'echo JOBID=$SLURM_JOB_ID; env')
 SUCCEEDED_JOBS+=("$(jobid_of "$out")")
-check "off by default: no NCCL_/TORCH_ variables" eval '! grep -qE "^(NCCL|TORCH)_" <<<"$out"'
+check "NCCL help off by default: no NCCL_ variables" eval '! grep -qE "^NCCL_" <<<"$out"'
+# The PyTorch flight recorder is on by default (issue 41; plugstack flight_recorder=0 turns it off): its
+# variables and no other TORCH_ one.
+FR_VARS='TORCH_NCCL_TRACE_BUFFER_SIZE|TORCH_FR_BUFFER_SIZE|TORCH_NCCL_DUMP_ON_TIMEOUT|TORCH_FR_DUMP_TEMP_FILE|TORCH_NCCL_DEBUG_INFO_TEMP_FILE|TORCH_NCCL_DEBUG_INFO_PIPE_FILE'
+check "flight recorder on by default: a buffer size, and no TORCH_ variable but its own" \
+    eval 'grep -q "^TORCH_NCCL_TRACE_BUFFER_SIZE=" <<<"$out" && ! grep -E "^TORCH_" <<<"$out" | grep -qvE "^($FR_VARS)="'
+# Never against the job: its own buffer size (0: no flight recorder) leaves every TORCH_ variable alone.
+out=$(as_user "$W/ncclenv" env -u STALLSCOPE_NCCL_ENV TORCH_NCCL_TRACE_BUFFER_SIZE=0 srun --stallscope=1 sh -c 'echo JOBID=$SLURM_JOB_ID; env')
+SUCCEEDED_JOBS+=("$(jobid_of "$out")")
+check "a job's TORCH_NCCL_TRACE_BUFFER_SIZE=0 is kept and no TORCH_ variable is added" \
+    eval '[ "$(grep -E "^TORCH_" <<<"$out")" = "TORCH_NCCL_TRACE_BUFFER_SIZE=0" ]'
 
 echo "== --gres=gpu:2: the helper records the step's 2 GPUs"
 out=$(as_user "$W/gpu2" srun --stallscope=1 --gres=gpu:2 sh -c 'echo JOBID=$SLURM_JOB_ID; sleep 2')
