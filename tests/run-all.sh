@@ -76,8 +76,8 @@ if command -v clang++ >/dev/null; then
 fi
 
 # The Debian package (dpkg-buildpackage: its own optimized build of the library, helper and plugin, then
-# lintian) took ~7 minutes on its own in the CI before; it too runs beside the cluster tests, from the source tree (it needs no
-# build dir), and is reported after them.
+# lintian) took ~7 minutes run on its own; it too runs beside the cluster tests, from the source tree (it
+# needs no build dir), and is reported after them.
 package_log=$(mktemp)
 STALLSCOPE_PACKAGE_UNITY=1 tests/integration/package_test.sh "$PWD" "$PWD/build/tests/integration/package" \
   >"$package_log" 2>&1 &
