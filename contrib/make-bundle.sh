@@ -54,7 +54,7 @@ ldd "$stage/bin/stallscope" | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | while 
         *) install -m 0644 "$(readlink -f "$lib")" "$stage/lib/$(basename "$lib")" ;;
     esac
 done
-for f in validate-gpu-node.sh gpu-node-load.py gpu-node-checks.py; do
+for f in validate-gpu-node.sh gpu-node-load.py gpu-node-checks.py gpu-flight-recorder-check.py; do
     install -m 0755 "$src/contrib/$f" "$stage/$f"
 done
 os=$(sed -n 's/^PRETTY_NAME="\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' /etc/os-release)

@@ -169,8 +169,25 @@ if [ "$load_ran" = 1 ] && [ -s "$out/timeline.jsonl" ]; then
     run_checks nccl_ras ras "$out/timeline.jsonl" "$out/phases.json"
 fi
 
-# 5. What stays in DIR: nvml-capture.json (a fake-NVML fixture), snapshot.jsonl, timeline.jsonl and the
-#    record/ directory (timeline + verdict), ras-status.txt, nvidia-smi-q.txt, phases.json, kit.log.
+# 5. The flight-recorder variables the plugin sets, against this node's PyTorch + NCCL (a release the
+#    plugin's table in doc/hang-evidence.md was not read for may differ): its defaults must never end or
+#    stall a rank. After the recording, so its spinning kernels are not in the timeline's phases.
+if [ -z "$why_no_load" ]; then
+    fr_status=0
+    printed=$(timeout 180 "$python" "$here/gpu-flight-recorder-check.py" --out "$out/flight-recorder" \
+        --device "$device" 2>> "$log") || fr_status=$?
+    take_rows <<< "$printed"
+    case "$fr_status" in
+        0|1) ;;  # 1: a FAIL row says which case
+        *) add_row FAIL flight_recorder "gpu-flight-recorder-check.py ended with status $fr_status (kit.log)" ;;
+    esac
+else
+    add_row SKIP flight_recorder "PyTorch cases skipped: $why_no_load"
+fi
+
+# 6. What stays in DIR: nvml-capture.json (a fake-NVML fixture), snapshot.jsonl, timeline.jsonl and the
+#    record/ directory (timeline + verdict), ras-status.txt, nvidia-smi-q.txt, phases.json, kit.log,
+#    flight-recorder/ (fr-cases.json and the dumps this PyTorch wrote).
 add_row INFO capture_dir "$out: nvml-capture.json is a fixture for tests/fake_nvml (fixtures/nvml/<gpu>-real-<driver>.json)"
 
 pass=0 fail=0 skip=0
