@@ -23,10 +23,16 @@ double round_to(double v, double unit) {
 RecordHangHook::RecordHangHook(Roots roots, std::string step, std::string host)
     : roots_(std::move(roots)), step_(std::move(step)), host_(std::move(host)) {}
 
-// The job's processes on this node from its cgroup tree (every step, the batch script, the ranks). Empty
-// without a job cgroup: fill_from_sample then takes the GPUs' processes of this step or job.
+// The job's processes on this node from its cgroup tree (every step, the batch script, the ranks); without
+// a job cgroup (proctrack/linuxproc), our uid's processes whose environment names this Slurm job. Empty
+// when neither finds one: fill_from_sample then takes the GPUs' processes of this step or job.
 std::vector<pid_t> RecordHangHook::job_pids(const Snapshot& sample) {
-    if (!sample.job_cgroup || sample.job_cgroup->path.empty()) return {};
+    if (!sample.job_cgroup || sample.job_cgroup->path.empty()) {
+        if (sample.context.scheduler != "slurm") return {};
+        char host[256] = "";
+        if (::gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+        return pids_of_job_by_environ(roots_.procfs, ::getuid(), sample.context.job_id, host, ::getpid());
+    }
     const JobCgroup& cg = *sample.job_cgroup;
     // v1: the memory controller's hierarchy, where parse_proc_cgroup found the job (cgroup source).
     const std::string dir = roots_.sysfs + "/fs/cgroup" + (cg.version == 1 ? "/memory" : "") + cg.path;

@@ -1,6 +1,8 @@
 #include "libstallscope/hang/proc_threads.h"
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -162,6 +164,47 @@ void collect_cgroup_pids(const std::string& dir, int depth, std::size_t max_pids
 std::vector<pid_t> pids_in_cgroup_tree(const std::string& cgroup_dir, std::size_t max_pids) {
     std::vector<pid_t> out;
     collect_cgroup_pids(cgroup_dir, 0, max_pids, out);
+    return out;
+}
+
+std::vector<pid_t> pids_of_job_by_environ(const std::string& proc_root, uid_t uid, std::string_view job_id,
+                                          std::string_view host, pid_t skip, std::size_t max_pids,
+                                          std::size_t max_entries) {
+    std::vector<pid_t> all, on_host;
+    if (job_id.empty()) return all;
+    const std::string wanted_job = "SLURM_JOB_ID=" + std::string(job_id);
+    auto short_name = [](std::string_view name) { return name.substr(0, name.find('.')); };
+    const std::string_view host_short = short_name(host);
+    DIR* d = ::opendir(proc_root.c_str());
+    if (!d) return all;
+    std::size_t seen = 0;
+    while (const dirent* e = ::readdir(d)) {
+        if (++seen > max_entries || all.size() >= max_pids) break;
+        const auto pid = to_small_int(e->d_name);
+        if (!pid || *pid <= 0 || *pid == skip) continue;
+        struct stat st{};
+        if (::fstatat(::dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || st.st_uid != uid) continue;
+        std::string error;
+        const auto env = read_text_file(proc_root + "/" + e->d_name + "/environ", error, 256 * 1024);
+        if (!env) continue;  // gone, or not ours to read
+        bool job = false, here = false;
+        std::string_view rest = *env;
+        while (!rest.empty()) {
+            const std::size_t end = rest.find('\0');
+            const std::string_view entry = rest.substr(0, end);
+            job = job || entry == wanted_job;
+            if (entry.starts_with("SLURMD_NODENAME="))
+                here = !host_short.empty() && short_name(entry.substr(16)) == host_short;
+            if (end == std::string_view::npos) break;
+            rest.remove_prefix(end + 1);
+        }
+        if (!job) continue;
+        all.push_back(static_cast<pid_t>(*pid));
+        if (here) on_host.push_back(static_cast<pid_t>(*pid));
+    }
+    ::closedir(d);
+    std::vector<pid_t>& out = on_host.empty() ? all : on_host;
+    std::sort(out.begin(), out.end());
     return out;
 }
 

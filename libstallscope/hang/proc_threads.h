@@ -41,6 +41,17 @@ std::vector<pid_t> parse_cgroup_procs(std::string_view text, std::size_t max_pid
 // from their cgroup.procs; at most max_pids, at most 6 levels down.
 std::vector<pid_t> pids_in_cgroup_tree(const std::string& cgroup_dir, std::size_t max_pids = 256);
 
+// Without a job cgroup (proctrack/linuxproc): the processes of `uid` whose exec-time environment holds
+// SLURM_JOB_ID=<job_id> exactly, `skip` left out (the helper itself), ascending; at most max_pids, from at
+// most max_entries entries of proc_root. Where several slurmd share one /proc (--enable-multiple-slurmd,
+// the test cluster's namespaces) the job's ranks of other "nodes" are visible too: when some of them say
+// SLURMD_NODENAME=<host> (short names compared), only those are kept; when none does (NodeName is not
+// the host name), all are. Only our own uid's environ is readable anyway; a process that changed its uid
+// or cleared its environment is not found (the capture then has the GPU's pids).
+std::vector<pid_t> pids_of_job_by_environ(const std::string& proc_root, uid_t uid, std::string_view job_id,
+                                          std::string_view host, pid_t skip, std::size_t max_pids = 256,
+                                          std::size_t max_entries = 100'000);
+
 // What a thread did between the passes, in words a person reads at 3 a.m.
 enum class ThreadActivity { unknown, spinning, runnable, futex_wait, io_wait, sleeping, stopped, exited };
 const char* to_string(ThreadActivity a);

@@ -187,3 +187,51 @@ TEST_CASE("pids of a Slurm job's cgroup tree: the job dir, its steps and tasks")
     CHECK(pids_in_cgroup_tree(std::string(tmpl) + "/nothing").empty());
     std::system((std::string("rm -rf ") + tmpl).c_str());
 }
+
+TEST_CASE("pids of a Slurm job without a cgroup: our uid's processes whose environment names the job and host") {
+    char tmpl[] = "/tmp/stallscope-proc-XXXXXX";
+    REQUIRE(::mkdtemp(tmpl));
+    const std::string root = tmpl;
+    auto process = [&](const std::string& pid, const std::string& environment) {
+        REQUIRE(std::system(("mkdir -p " + root + "/" + pid).c_str()) == 0);
+        std::ofstream(root + "/" + pid + "/environ", std::ios::binary) << environment;
+    };
+    using namespace std::string_literals;
+    process("301", "HOME=/u\0SLURM_JOB_ID=77\0SLURM_PROCID=0\0SLURMD_NODENAME=n1\0"s);
+    process("7", "SLURMD_NODENAME=n1\0SLURM_JOB_ID=77"s);     // last entry, no trailing NUL
+    process("305", "SLURM_JOB_ID=77\0SLURMD_NODENAME=n2\0"s);  // the job's rank of another slurmd
+    process("302", "SLURM_JOB_ID=770\0X=SLURM_JOB_ID=77\0"s);  // another job; the text only inside a value
+    process("303", "SLURM_JOB_ID=77\0"s);                      // the helper itself: skipped
+    process("self", "SLURM_JOB_ID=77\0"s);                     // not a pid
+    process("304", ""s);
+    const uid_t me = ::getuid();
+    CHECK(pids_of_job_by_environ(root, me, "77", "n1", 303) == std::vector<pid_t>{7, 301});
+    CHECK(pids_of_job_by_environ(root, me, "77", "n1.cluster.example", 303) == std::vector<pid_t>{7, 301});
+    // No rank names this host (NodeName is not the host name, or no host): every rank of the job.
+    CHECK(pids_of_job_by_environ(root, me, "77", "gpu-a17", 303) == std::vector<pid_t>{7, 301, 305});
+    CHECK(pids_of_job_by_environ(root, me, "77", "", 303) == std::vector<pid_t>{7, 301, 305});
+    CHECK(pids_of_job_by_environ(root, me, "77", "n1", 303, 1).size() == 1);
+    CHECK(pids_of_job_by_environ(root, me + 1, "77", "n1", 303).empty());  // another user's processes
+    CHECK(pids_of_job_by_environ(root, me, "", "n1", 303).empty());
+    CHECK(pids_of_job_by_environ(root + "/missing", me, "77", "n1", 303).empty());
+    std::system(("rm -rf " + root).c_str());
+
+    // The real /proc: a child exec'd with a job id of its own is found, this test process is not.
+    const std::string job = "stallscope-test-" + std::to_string(::getpid());
+    Child child;
+    child.pid = ::fork();
+    REQUIRE(child.pid >= 0);
+    if (child.pid == 0) {
+        const std::string var = "SLURM_JOB_ID=" + job;
+        char* const argv[] = {const_cast<char*>("sleep"), const_cast<char*>("30"), nullptr};
+        char* const envp[] = {const_cast<char*>(var.c_str()), nullptr};
+        ::execve("/bin/sleep", argv, envp);
+        ::_exit(127);
+    }
+    std::vector<pid_t> found;
+    for (int i = 0; i < 200 && found.empty(); ++i) {  // until the exec has happened
+        found = pids_of_job_by_environ("/proc", me, job, "", ::getpid());
+        if (found.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    CHECK(found == std::vector<pid_t>{child.pid});
+}

@@ -12,7 +12,8 @@
 #      keeps the comment, n1's epilog merges once at the end
 #   G  sbatch -N3 cancelled mid-step: no helper left, at most one write, a summary
 #   H  a job array of 2 tasks: each task is its own job, with its own single comment write
-# Then `stallscope nodes` over these jobs names n2, the node that failed its job-mates (issue 39).
+# Then `stallscope nodes` over these jobs names n2, the node that failed its job-mates (issue 39), and two
+# more jobs hang while they run (tests/integration/multinode_hang.sh, issue 41).
 # The comment writes are counted twice: the plugin's "job comment written" lines in the three slurmd
 # logs, and slurmctld's own log of AdminComment updates (SlurmctldDebug=debug).
 #
@@ -276,6 +277,9 @@ check "stallscope nodes: n2 is a drain candidate (root cause in >= 3 jobs), n1 i
 check "stallscope nodes: the table prints the drain command for n2" \
     grep -q "^    scontrol update NodeName=n2 State=DRAIN Reason='stallscope: named in " "$W/nodes.txt"
 sed 's/^/   | /' "$W/nodes.txt"
+
+# Issue 41: two jobs hang while they run (evidence on every node, the culprit named, watch shows it).
+. "$HERE/multinode_hang.sh"
 
 echo "== teardown"
 "$REPO/contrib/dev-cluster/down-multinode.sh" >/dev/null
