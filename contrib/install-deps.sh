@@ -21,8 +21,8 @@ packages=(
   chromium python3-pil
   # the Debian package (dpkg-buildpackage -us -uc -b, tests/package)
   debhelper dpkg-dev lintian
-  # the RPM for RHEL-family sites (rpmbuild, rpm -qlp; tests/integration/package_test.sh)
-  rpm
+  # the RPM for RHEL-family sites (rpmbuild, rpm -qlp, rpm2cpio | cpio; tests/integration/package_test.sh)
+  rpm cpio
   # the Slurm version matrix: Debian 13 / unstable root filesystems (tests/integration/slurm_versions.sh)
   mmdebstrap
 )

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The Debian package as an admin gets it: `dpkg-buildpackage -us -uc -b` on a copy of the source tree
 # (it writes next to the tree, so never in the checkout itself), lintian, then the .deb unpacked into
-# an empty directory (`dpkg -x`) and run from there: --version, the man pages, the plugin's place.
+# an empty directory (`dpkg -x`) and run from there: --version, the man pages, the plugin's place. Then
+# the RPM (contrib/rpm/stallscope.spec) from the same tree, unpacked and checked the same way.
 # usage: package_test.sh SOURCE_DIR WORK_DIR      exit 77 = skipped (no dpkg-buildpackage/debhelper)
 set -euo pipefail
 src=$(cd "$1" && pwd)
@@ -71,5 +72,42 @@ done
 check "examples are shipped" test -f "$root/usr/share/doc/stallscope/examples/plugstack.conf.example"
 check "the packaged binary renders a job page" \
   "$root/usr/bin/stallscope" html "$src/fixtures/timelines/job-4242" -o "$work/job.html"
+
+# The RPM for RHEL-family sites (contrib/rpm/stallscope.spec) from the same tree, as rpmbuild builds it
+# there, on Debian: --nodeps (its BuildRequires name RHEL packages; Debian's -dev packages provide the
+# same headers), a unity build (fewer compiler runs). What is checked is what the spec decides: the
+# files and their places, the Slurm release the package requires and the plugin declares.
+if command -v rpmbuild >/dev/null; then
+  rpm_start=$(date +%s)
+  rpm_version=$(sed -n 's/^Version: *//p' "$src/contrib/rpm/stallscope.spec")
+  top="$work/rpm"
+  mkdir -p "$top/SOURCES" "$top/tree"
+  tar -C "$src" --exclude=./.git --exclude='./build*' --exclude='./obj-*' --exclude=./debian \
+    --transform "s,^\.,stallscope-$rpm_version," -czf "$top/SOURCES/stallscope-$rpm_version.tar.gz" .
+  if rpmbuild -bb --nodeps --define "_topdir $top" --define "stallscope_meson_args -Dunity=on -Dunity_size=6" \
+    "$src/contrib/rpm/stallscope.spec" >"$work/rpmbuild.log" 2>&1; then
+    rpm_file=$(ls "$top"/RPMS/*/stallscope-"$rpm_version"-*.rpm)
+    echo "built $(basename "$rpm_file") ($(du -k "$rpm_file" | cut -f1) KiB) in $(( $(date +%s) - rpm_start )) s"
+    check "the RPM's release names Slurm $slurm" bash -c "[[ '$(basename "$rpm_file")' == *-1.slurm$slurm.* ]]"
+    check "the RPM requires Slurm $slurm exactly (>= $slurm, < $slurm.99)" \
+      bash -c "rpm -qp --requires '$rpm_file' 2>/dev/null | grep -qx 'slurm >= $slurm' &&
+               rpm -qp --requires '$rpm_file' 2>/dev/null | grep -qx 'slurm < $slurm.99'"
+    check "the RPM installs the command, the plugin in /usr/lib64/slurm, the job reader and the man pages" \
+      bash -c "rpm -qlp '$rpm_file' 2>/dev/null | grep -qx /usr/bin/stallscope &&
+               rpm -qlp '$rpm_file' 2>/dev/null | grep -qx /usr/lib64/slurm/stallscope.so &&
+               rpm -qlp '$rpm_file' 2>/dev/null | grep -qx /usr/libexec/stallscope-slurm-job &&
+               rpm -qlp '$rpm_file' 2>/dev/null | grep -q '^/usr/share/man/man8/stallscope.so.8'"
+    (cd "$top/tree" && rpm2cpio "$rpm_file" | cpio -idm --quiet)
+    check "the RPM's stallscope --version runs" \
+      bash -c "'$top/tree/usr/bin/stallscope' --version | grep -qx 'stallscope $rpm_version'"
+    check "the RPM's plugin declares Slurm $slurm" \
+      test "$(python3 "$src/tests/integration/plugin_version.py" "$top/tree/usr/lib64/slurm/stallscope.so")" = "$slurm"
+  else
+    tail -30 "$work/rpmbuild.log"
+    check "rpmbuild -bb contrib/rpm/stallscope.spec" false
+  fi
+else
+  echo "SKIP the RPM: rpmbuild missing (contrib/install-deps.sh installs Debian's rpm)"
+fi
 echo "package test: $(( $(date +%s) - start )) s in all"
 exit $fail
