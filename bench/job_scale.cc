@@ -1,19 +1,25 @@
-// The job merge at cluster scale (ARCHITECTURE.md "Performance targets": a 1 000-node job merged and
-// reported in < 10 s each; issue 12).
+// The job merge at cluster scale: what the job's writer does once per job (issue 12: 1 000 nodes; issue
+// 37 item 6: 16 000 nodes in <= 256 MiB and < 10 s).
 //
 //   ninja -C build bench/job_scale && build/bench/job_scale [nodes=1000] [samples=140] [baseline_nodes=100]
+//   STALLSCOPE_BASELINE_BIN=/path/to/older/stallscope build/bench/job_scale 16000   # + that build's figures
 //
 // Builds a finished N-node job dir in a temp dir from one real recording: `samples` samples of
 // fixtures/nodes/dgx-h100 (8 GPUs from the fake libnvidia-ml when built), written as the helper writes
 // them, with the verdict file the helper writes (verdict_document + NodeStatsAccumulator::to_json). Per
-// host: the verdict cloned with the host renamed, the timeline hard-linked (same bytes, no disk cost).
-// Perturbations: every 8th node a straggler (GPU means x 0.4), node 2 faulty (rdma_port_down, FAIL_RISK),
-// node N-1 without its verdict (helper killed: its timeline is replayed), node N an empty timeline.
+// host: the verdict cloned with the host renamed and its own timeline file (the merge reads a timeline
+// only where the verdict is missing, so past the baseline's hosts, which get the whole recording, each
+// timeline holds its header line: 16 000 whole copies would be 51 GB). Perturbations: every 8th node a
+// straggler (GPU means x 0.4), node 2 faulty (rdma_port_down, FAIL_RISK), node N-1 without its verdict
+// (helper killed: its timeline is replayed), node N an empty timeline.
 // Then times:
-//   merge   build_job_report(dir) + summary.json/.txt written + the job comment segment (in process);
-//   report  `stallscope report DIR` end to end (fork/exec): wall, peak RSS, line count (and --all's);
-//   baseline the old path, every timeline replayed: build_job_report on `baseline_nodes` timelines
-//           (replay only), scaled to N.
+//   summarize `stallscope summarize DIR` (fork/exec): the merge and summary.json/.txt as the writer runs
+//             them, wall and peak RSS of a process of its own: the figures the goals are about;
+//   merge     the same in process (wait_for_verdicts + build_job_report + write_job_summary + comment);
+//   report    `stallscope report DIR` end to end: wall, peak RSS, line count (and --all's);
+//   baselines STALLSCOPE_BASELINE_BIN's `summarize` on the same dir (its summary.json/.txt compared byte
+//             for byte with ours), and the old path, every timeline replayed: build_job_report on
+//             `baseline_nodes` timelines, scaled to N.
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -27,6 +33,7 @@
 #include <vector>
 
 #include "bench/bench_util.h"
+#include "helper/job_finish.h"
 #include "helper/job_report.h"
 #include "helper/node_stats.h"
 #include "libstallscope/rules/profiler.h"
@@ -44,6 +51,7 @@ namespace {
 
 constexpr double kGoalSeconds = 10;
 constexpr std::size_t kGoalLines = 300;
+constexpr double kGoalMiB = 256;  // at 16 000 nodes (issue 37)
 
 void grow(Counter& c, std::uint64_t by) {
     if (c) *c += by;
@@ -79,18 +87,16 @@ struct ChildRun {
     std::size_t lines = 0;
 };
 
-ChildRun run_report(const std::string& binary, const std::string& dir, const std::string& out, bool all) {
+// `binary command dir [option]`, stdout into `out`.
+ChildRun run_child(const std::string& binary, const char* command, const std::string& dir,
+                   const std::string& out, const char* option = nullptr) {
     ChildRun r;
     const double start = monotonic_now();
     const pid_t pid = fork();
     if (pid == 0) {
         if (FILE* f = std::fopen(out.c_str(), "w")) dup2(fileno(f), STDOUT_FILENO);
         if (FILE* null = std::fopen("/dev/null", "w")) dup2(fileno(null), STDERR_FILENO);
-        if (all)
-            execl(binary.c_str(), binary.c_str(), "report", dir.c_str(), "--all",
-                  static_cast<char*>(nullptr));
-        else
-            execl(binary.c_str(), binary.c_str(), "report", dir.c_str(), static_cast<char*>(nullptr));
+        execl(binary.c_str(), binary.c_str(), command, dir.c_str(), option, static_cast<char*>(nullptr));
         _exit(127);
     }
     int status = 0;
@@ -106,6 +112,28 @@ ChildRun run_report(const std::string& binary, const std::string& dir, const std
 
 const char* verdict_of(bool ok) {
     return ok ? "met" : "NOT MET";
+}
+
+// `summarize` by `binary`; its summary.json/.txt are moved to `<dir>/../<tag>.summary.*`.
+ChildRun run_summarize(const std::string& binary, const std::string& dir, const std::string& tag) {
+    const ChildRun r = run_child(binary, "summarize", dir, dir + "/../" + tag + ".out");
+    for (const char* name : {"summary.json", "summary.txt"})
+        if (fs::exists(dir + "/" + name)) fs::rename(dir + "/" + name, dir + "/../" + tag + "." + name);
+    return r;
+}
+
+// Block by block: two 16 000-node summaries read whole would be 220 MB in this process.
+bool same_files(const std::string& a, const std::string& b) {
+    std::ifstream x(a, std::ios::binary), y(b, std::ios::binary);
+    if (!x || !y) return false;
+    std::vector<char> p(1 << 16), q(1 << 16);
+    for (;;) {
+        x.read(p.data(), static_cast<std::streamsize>(p.size()));
+        y.read(q.data(), static_cast<std::streamsize>(q.size()));
+        if (x.gcount() != y.gcount() || !std::equal(p.begin(), p.begin() + x.gcount(), q.begin()))
+            return false;
+        if (x.gcount() == 0) return true;
+    }
 }
 
 }  // namespace
@@ -140,13 +168,15 @@ int main(int argc, char** argv) {
     const std::string master = dir + "/timeline.master.jsonl";
     const double gen_start = monotonic_now();
     Json verdict_doc;
+    std::string header_line;
     {
         std::ofstream out(master, std::ios::binary);
         const Thresholds thresholds;
         Profiler profiler(thresholds);
         cli::NodeStatsAccumulator stats;
         const Json header = timeline_header(base, 1.0, thresholds_as_pairs(thresholds));
-        out << dump_line(header);
+        header_line = dump_line(header);
+        out << header_line;
         for (long i = 0; i < samples; ++i) {
             Snapshot s = step_sample(base, static_cast<std::uint64_t>(i));
             const Profile p = profiler.observe(s);
@@ -178,7 +208,10 @@ int main(int argc, char** argv) {
             std::ofstream(timeline) << text.substr(0, text.rfind('\n', text.size() - 2) + 1);
             continue;
         }
-        fs::create_hard_link(master, timeline);
+        if (i <= baseline_nodes)
+            fs::copy_file(master, timeline);
+        else
+            std::ofstream(timeline) << header_line;
         Json v = verdict_doc;
         v["host"] = h;
         v["timeline"] = timeline;
@@ -209,25 +242,29 @@ int main(int argc, char** argv) {
     }
     std::printf(
         "job dir: %d nodes x %ld samples of dgx-h100 (%zu GPUs, %zu RDMA ports); timeline %.1f MiB "
-        "(%.1f KB/sample, hard-linked per node), verdict files %.1f KB each; generated in %.1f s\n",
+        "(%.1f KB/sample; whole on %d nodes, its header line on the others), verdict files %.1f KB each; "
+        "generated in %.1f s\n",
         nodes, samples, base.gpus.size(), base.rdma.size(), fs::file_size(master) / 1048576.0,
-        static_cast<double>(fs::file_size(master)) / static_cast<double>(samples) / 1000.0,
+        static_cast<double>(fs::file_size(master)) / static_cast<double>(samples) / 1000.0, baseline_nodes,
         static_cast<double>(verdict_bytes) / (nodes - 2) / 1000.0, monotonic_now() - gen_start);
 
-    // ---- merge: what the job's writer does once per job ----
+    // ---- merge: what the job's writer does once per job, in process (first: the figures below fork) ----
     const double rss_before = peak_rss_mib();
     const double merge_start = monotonic_now();
-    const cli::JobReport report = cli::build_job_report({job});
+    const std::vector<std::string> missing = cli::wait_for_verdicts(job, 0);
+    cli::JobReportOptions ended;
+    ended.job_ended = true;
+    const cli::JobReport report = cli::build_job_report({job}, ended);
     std::string error;
-    const bool wrote = write_file_atomically(job + "/summary.json",
-                                             cli::job_report_json(report).dump(2) + "\n", true, error) &&
-                       write_file_atomically(job + "/summary.txt", cli::job_report_text(report), true, error);
-    const std::string segment = compose_comment_segment(report.verdict, static_cast<int>(report.gpus.size()),
-                                                        report.root_cause_node, job + "/summary.json");
+    const bool wrote = cli::write_job_summary(job, report, error);
+    const std::string segment =
+        compose_job_comment_segment(cli::job_comment_facts(report, missing, job + "/summary.json"));
     const double merge_s = monotonic_now() - merge_start;
     const double rss_after = peak_rss_mib();
     std::printf(
-        "\nmerge (build_job_report + summary.json/.txt + comment segment): %.2f s  (goal < %.0f s: %s)%s\n",
+        "\nmerge in process (build_job_report + summary.json/.txt + comment segment): %.2f s  (goal < %.0f "
+        "s: "
+        "%s)%s\n",
         merge_s, kGoalSeconds, verdict_of(merge_s < kGoalSeconds), wrote ? "" : error.c_str());
     std::printf("  %s; %zu stragglers, %zu without a verdict, %zu warnings\n", report.verdict.label.c_str(),
                 report.straggler_nodes.size(), report.missing_nodes.size(), report.warnings.size());
@@ -235,10 +272,42 @@ int main(int argc, char** argv) {
     std::printf("  peak RSS %.1f MiB (%.1f MiB before the merge: +%.0f KiB per node)\n", rss_after,
                 rss_before, (rss_after - rss_before) * 1024 / nodes);
 
+    // ---- summarize: the writer's merge in a process of its own (the goals' figures), against the
+    // baseline build's on the same dir; each twice, interleaved, best wall (other builds share the VM) ----
+    const char* baseline_binary = std::getenv("STALLSCOPE_BASELINE_BIN");
+    if (fs::exists(binary)) {
+        ChildRun ours, theirs;
+        auto keep_best = [](ChildRun& best, const ChildRun& r, int round) {
+            if (round == 0 || r.wall < best.wall) best.wall = r.wall;
+            best.max_rss_mib = std::max(best.max_rss_mib, r.max_rss_mib);
+            best.exit_code = std::max(best.exit_code, r.exit_code);
+        };
+        for (int round = 0; round < 2; ++round) {
+            keep_best(ours, run_summarize(binary, job, "ours"), round);
+            if (baseline_binary) keep_best(theirs, run_summarize(baseline_binary, job, "baseline"), round);
+        }
+        std::printf(
+            "\nstallscope summarize DIR (exit %d; best of 2): %.2f s (goal < %.0f s: %s), peak RSS %.1f MiB "
+            "(goal <= %.0f MiB at 16 000 nodes: %s)\n",
+            ours.exit_code, ours.wall, kGoalSeconds, verdict_of(ours.wall < kGoalSeconds), ours.max_rss_mib,
+            kGoalMiB, verdict_of(ours.max_rss_mib <= kGoalMiB));
+        if (baseline_binary) {
+            const bool same = same_files(dir + "/ours.summary.json", dir + "/baseline.summary.json") &&
+                              same_files(dir + "/ours.summary.txt", dir + "/baseline.summary.txt");
+            std::printf(
+                "baseline %s summarize (exit %d, same minutes): %.2f s, peak RSS %.1f MiB -> %.2fx the time, "
+                "%.2fx the memory; summary.json and .txt byte for byte the same: %s\n",
+                baseline_binary, theirs.exit_code, theirs.wall, theirs.max_rss_mib, ours.wall / theirs.wall,
+                ours.max_rss_mib / theirs.max_rss_mib, same ? "yes" : "NO");
+        } else {
+            std::printf("(no STALLSCOPE_BASELINE_BIN: no older build's summarize to compare with)\n");
+        }
+    }
+
     // ---- report, end to end ----
     if (fs::exists(binary)) {
-        const ChildRun r = run_report(binary, job, dir + "/report.txt", false);
-        const ChildRun all = run_report(binary, job, dir + "/report-all.txt", true);
+        const ChildRun r = run_child(binary, "report", job, dir + "/report.txt");
+        const ChildRun all = run_child(binary, "report", job, dir + "/report-all.txt", "--all");
         std::printf(
             "\nstallscope report DIR (exit %d): %.2f s (goal < %.0f s: %s), %zu lines (goal <= %zu: %s), "
             "peak RSS %.1f MiB\n",

@@ -95,8 +95,9 @@ int run_report(int argc, char** argv, int first) {
         }
     }
     if (args.has("json")) {
-        std::printf("%s\n",
-                    job_report_json(report).dump(2, ' ', false, Json::error_handler_t::replace).c_str());
+        write_job_report_json(
+            report, [](std::string_view piece) { std::fwrite(piece.data(), 1, piece.size(), stdout); }, 2);
+        std::fputs("\n", stdout);
         return 0;
     }
     const std::string text = job_report_text(report, view);
@@ -121,11 +122,7 @@ int run_summarize(int argc, char** argv, int first) {
         return 0;  // nothing recorded (e.g. the step was too short to start): not an error for the epilog
     }
     std::string error;
-    bool ok = write_file_atomically(
-        dir + "/summary.json",
-        job_report_json(report).dump(2, ' ', false, Json::error_handler_t::replace) + "\n", true, error);
-    ok = ok && write_file_atomically(dir + "/summary.txt", job_report_text(report), true, error);
-    if (!ok) {
+    if (!write_job_summary(dir, report, error)) {
         std::fprintf(stderr, "stallscope: summarize: %s\n", printable(error).c_str());
         return 1;
     }

@@ -156,7 +156,11 @@ std::string tables(const JobReport& r) {
 }  // namespace
 
 std::string json_for_script(const Json& value) {
-    std::string text = value.dump(-1, ' ', false, Json::error_handler_t::replace);  // names may not be UTF-8
+    return json_text_for_script(
+        value.dump(-1, ' ', false, Json::error_handler_t::replace));  // names may not be UTF-8
+}
+
+std::string json_text_for_script(std::string_view text) {
     std::string out;
     out.reserve(text.size());
     // '<' only occurs inside strings, where \u003c means the same; so do the bidi controls (U+202A-202E,
@@ -201,7 +205,7 @@ std::string html_report_body(const JobReport& report, const JobSeries& series) {
 std::string html_report_page(const JobReport& report, const JobSeries& series) {
     return svg::page("stallscope job " + report.job_id,
                      html_report_body(report, series) + "<script type='application/json' id=report-json>" +
-                         json_for_script(job_report_json(report)) + "</script>");
+                         json_text_for_script(job_report_json_text(report, -1)) + "</script>");
 }
 
 bool write_html_report(const JobReport& report, const std::vector<std::string>& inputs,

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "helper/html_report_series.h"
@@ -23,5 +24,7 @@ bool write_html_report(const JobReport& report, const std::vector<std::string>& 
 
 // JSON for embedding inside <script>: no "</script>" or "<!--" can close or confuse the element.
 std::string json_for_script(const Json& value);
+// The same for JSON text already written compactly (write_job_report_json with indent -1).
+std::string json_text_for_script(std::string_view text);
 
 }  // namespace stallscope::cli

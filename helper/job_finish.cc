@@ -76,12 +76,14 @@ std::vector<std::string> wait_for_verdicts(const std::string& dir, double wait_s
 }
 
 bool write_job_summary(const std::string& dir, const JobReport& report, std::string& error) {
-    // error_handler_t::replace: names and messages come from user-written files and may hold invalid
-    // UTF-8, which dump() would otherwise throw on.
+    // Streamed into the file: a big job's summary.json is never held whole (job_report.h).
     return write_file_atomically(
                dir + "/summary.json",
-               job_report_json(report).dump(2, ' ', false, Json::error_handler_t::replace) + "\n", true,
-               error) &&
+               [&](const AtomicWrite& write) {
+                   write_job_report_json(report, write, 2);
+                   write("\n");
+               },
+               true, error) &&
            write_file_atomically(dir + "/summary.txt", job_report_text(report), true, error);
 }
 

@@ -18,6 +18,13 @@
 namespace stallscope::cli {
 namespace {
 
+// What loading one recording learns about the job besides the recording itself; merged in file order.
+// Kept per recording until all are loaded: a whole JobReport each was ~1 KB a node for four fields.
+struct JobScratch {
+    std::string job_id, user, job_name;
+    std::vector<std::string> warnings, notes;
+};
+
 // "0.gpu-node-05" -> step "0", host "gpu-node-05": who a recording is when its files say nothing.
 void identity_from_stem(const std::string& stem, NodeRecording& node) {
     if (stem.empty()) return;
@@ -27,7 +34,7 @@ void identity_from_stem(const std::string& stem, NodeRecording& node) {
 }
 
 // Says why allocated GPUs show no numbers (no driver, NVML missing) instead of a silent "0 GPUs".
-void note_unmeasured_gpus(JobReport& job, const std::string& host, std::size_t allocated,
+void note_unmeasured_gpus(JobScratch& job, const std::string& host, std::size_t allocated,
                           const std::vector<std::string>& warnings) {
     std::string why = "no GPU telemetry";
     for (const auto& w : warnings)
@@ -37,7 +44,7 @@ void note_unmeasured_gpus(JobReport& job, const std::string& host, std::size_t a
 }
 
 // False when the timeline could not be read at all (the error is in the warnings).
-bool fill_from_replay(JobReport& job, NodeRecording& node, const std::string& timeline, bool have_verdict,
+bool fill_from_replay(JobScratch& job, NodeRecording& node, const std::string& timeline, bool have_verdict,
                       const std::optional<Thresholds>& rules, std::atomic<std::uint64_t>* bytes_read) {
     NodeStatsAccumulator stats;
     ReplayResult r;
@@ -75,7 +82,7 @@ bool non_empty_file(const std::string& path) {
     return ::stat(path.c_str(), &st) == 0 && st.st_size > 0;
 }
 
-NodeRecording load_recording(JobReport& job, const RecordingFiles& files,
+NodeRecording load_recording(JobScratch& job, const RecordingFiles& files,
                              const std::optional<Thresholds>& rules, std::atomic<std::uint64_t>* bytes_read) {
     NodeRecording node;
     node.timeline_path = files.timeline;
@@ -128,6 +135,7 @@ NodeRecording load_recording(JobReport& job, const RecordingFiles& files,
     for (auto& g : node.stats.gpus) g.host = node.host, g.step_id = node.step_id;
     for (auto& p : node.stats.ports) p.host = node.host, p.step_id = node.step_id;
     node.mean_gpu_util_pct = node.stats.mean_gpu_util_pct();
+    node.gpus_measured = node.stats.gpus_measured();
     node.label = node.verdict.label;
     return node;
 }
@@ -271,13 +279,15 @@ void find_straggler_nodes(JobReport& job) {
 // A GPU well below the other GPUs of its own node (a whole slow node is a straggler node instead).
 void find_straggler_gpu(JobReport& job) {
     double worst_gap = 0;
-    for (const auto& n : job.nodes) {
+    for (std::size_t i = 0; i < job.nodes.size(); ++i) {
+        const NodeRecording& n = job.nodes[i];
+        const std::vector<GpuStats>& gpus = job.gpus.of_node(i);
         std::vector<double> utils;
-        for (const auto& g : n.stats.gpus)
+        for (const auto& g : gpus)
             if (g.mean_util_pct) utils.push_back(*g.mean_util_pct);
         const double m = median(utils);
         if (utils.size() < 2 || m <= 20) continue;
-        for (const auto& g : n.stats.gpus)
+        for (const auto& g : gpus)
             if (g.mean_util_pct && *g.mean_util_pct < 0.7 * m && m - *g.mean_util_pct > worst_gap) {
                 worst_gap = m - *g.mean_util_pct;
                 job.straggler_gpu = n.host + ":GPU " + std::to_string(g.index);
@@ -362,7 +372,7 @@ void summarize_steps(JobReport& job) {
 // 8 ports per node keeps ~260 000). A recording past it keeps its label and says why its rows are gone.
 constexpr std::size_t kMaxJobEntries = 1u << 20;
 
-void within_job_budget(JobReport& scratch, NodeRecording& node, std::atomic<std::size_t>& entries) {
+void within_job_budget(JobScratch& scratch, NodeRecording& node, std::atomic<std::size_t>& entries) {
     const std::size_t n = node.stats.gpus.size() + node.stats.ports.size() + node.verdict.reasons.size();
     if (entries.fetch_add(n) + n <= kMaxJobEntries) return;
     scratch.warnings.push_back(node.host + ": over the job's limit of " + std::to_string(kMaxJobEntries) +
@@ -371,13 +381,24 @@ void within_job_budget(JobReport& scratch, NodeRecording& node, std::atomic<std:
     node.stats.gpus.shrink_to_fit(), node.stats.ports.shrink_to_fit(), node.verdict.reasons.shrink_to_fit();
 }
 
+// Every node's GPU and port rows into the job's, in node order: each node's vectors are moved, no row is
+// copied (NodeRows).
+void collect_rows(JobReport& job) {
+    job.gpus.reserve_nodes(job.nodes.size()), job.ports.reserve_nodes(job.nodes.size());
+    for (auto& n : job.nodes) {
+        job.gpus.add_node(std::move(n.stats.gpus));
+        job.ports.add_node(std::move(n.stats.ports));
+        n.stats.gpus.clear(), n.stats.ports.clear();  // moved from: empty, said so
+    }
+}
+
 // Each recording into its own scratch report (warnings, notes, job identity), merged in file order: the
 // result is the same with 1 thread or 64. A thread's exception (out of memory) fails that recording only.
 void load_recordings(JobReport& job, const std::map<std::string, RecordingFiles>& recordings,
                      const JobReportOptions& options) {
     std::vector<const RecordingFiles*> files;
     for (const auto& [key, f] : recordings) files.push_back(&f);
-    std::vector<JobReport> scratch(files.size());
+    std::vector<JobScratch> scratch(files.size());
     std::vector<NodeRecording> loaded(files.size());
     std::atomic<std::uint64_t> bytes_read{0};
     std::atomic<std::size_t> entries{0};
@@ -394,8 +415,9 @@ void load_recordings(JobReport& job, const std::map<std::string, RecordingFiles>
     if (options.progress)
         progress = [&](std::size_t done) { options.progress(done, files.size(), bytes_read.load()); };
     parallel_each(files.size(), options.threads, load, progress);
+    job.nodes.reserve(files.size());
     for (std::size_t i = 0; i < files.size(); ++i) {
-        JobReport& s = scratch[i];
+        JobScratch& s = scratch[i];
         if (job.job_id.empty()) job.job_id = s.job_id, job.user = s.user, job.job_name = s.job_name;
         job.warnings.insert(job.warnings.end(), s.warnings.begin(), s.warnings.end());
         job.notes.insert(job.notes.end(), s.notes.begin(), s.notes.end());
@@ -411,10 +433,7 @@ JobReport build_job_report(const std::vector<std::string>& inputs, const JobRepo
     std::stable_sort(job.nodes.begin(), job.nodes.end(), [](const NodeRecording& a, const NodeRecording& b) {
         return std::tie(a.step_id, a.host) < std::tie(b.step_id, b.host);
     });
-    for (const auto& n : job.nodes) {
-        job.gpus.insert(job.gpus.end(), n.stats.gpus.begin(), n.stats.gpus.end());
-        job.ports.insert(job.ports.end(), n.stats.ports.begin(), n.stats.ports.end());
-    }
+    collect_rows(job);
     summarize_steps(job);
     merge_verdicts(job);
     find_straggler_nodes(job);

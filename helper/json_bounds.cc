@@ -1,11 +1,12 @@
 #include "helper/json_bounds.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 namespace stallscope::cli {
 namespace {
 
-using Sax = nlohmann::json;  // the SAX events' types only; no document is built
+using Sax = Json;  // the SAX events' types (those of the document parse_within_json_bounds builds)
 
 // Counts as the parser streams; returning false stops the parse at once.
 class BoundsCounter {
@@ -89,7 +90,102 @@ class BoundsCounter {
     std::size_t values_ = 0;
 };
 
+// The bounds first (each event counted, a bound over stops the parse), then the document: what
+// nlohmann's own DOM parser builds, less the top-level members `keep` refuses (counted, not kept).
+class BoundedDocument {
+  public:
+    BoundedDocument(const JsonBounds& bounds, const std::function<bool(std::string_view)>& keep, Json& root)
+        : counter(bounds), keep_(keep), root_(root) {}
+    BoundsCounter counter;
+
+    bool null() { return counter.null() && add(nullptr); }
+    bool boolean(bool v) { return counter.boolean(v) && add(v); }
+    bool number_integer(Sax::number_integer_t v) { return counter.number_integer(v) && add(v); }
+    bool number_unsigned(Sax::number_unsigned_t v) { return counter.number_unsigned(v) && add(v); }
+    bool number_float(Sax::number_float_t v, const Sax::string_t& s) {
+        return counter.number_float(v, s) && add(v);
+    }
+    bool string(Sax::string_t& v) { return counter.string(v) && add(std::move(v)); }
+    bool binary(Sax::binary_t& v) { return counter.binary(v) && add(Json::binary(std::move(v))); }
+    bool start_object(std::size_t n) { return counter.start_object(n) && open(Json::object()); }
+    bool start_array(std::size_t n) { return counter.start_array(n) && open(Json::array()); }
+    bool end_object() { return counter.end_object() && close(); }
+    bool end_array() { return counter.end_array() && close(); }
+    bool key(Sax::string_t& name) {
+        if (!counter.key(name)) return false;
+        if (skipping_ > 0) return true;
+        if (stack_.size() == 1 && !keep_(name)) {
+            skip_next_ = true;  // this member's value: counted, not built
+            return true;
+        }
+        // As operator[] (a repeated key: the first place, the last value), with the key moved in once:
+        // operator[] copied it twice, a third of the parse's allocations.
+        auto& members = stack_.back()->get_ref<Json::object_t&>();
+        const auto same = std::find_if(members.begin(), members.end(),
+                                       [&](const auto& member) { return member.first == name; });
+        if (same != members.end()) {
+            member_ = &same->second;
+        } else {
+            members.emplace_back(std::move(name), nullptr);
+            member_ = &members.back().second;
+        }
+        return true;
+    }
+    bool parse_error(std::size_t position, const std::string& token, const nlohmann::detail::exception& e) {
+        return counter.parse_error(position, token, e);
+    }
+
+  private:
+    // Where a value goes: the root, the end of the open array, or the member whose key came last.
+    Json* place(Json&& value) {
+        if (stack_.empty()) return &(root_ = std::move(value));
+        if (stack_.back()->is_array()) {
+            stack_.back()->push_back(std::move(value));
+            return &stack_.back()->back();
+        }
+        *member_ = std::move(value);
+        return member_;
+    }
+    bool add(Json&& value) {
+        if (skipping_ == 0 && !skip_next_) place(std::move(value));
+        skip_next_ = false;
+        return true;
+    }
+    bool open(Json&& empty) {
+        if (skipping_ > 0 || skip_next_) {
+            ++skipping_, skip_next_ = false;
+            return true;
+        }
+        stack_.push_back(place(std::move(empty)));
+        return true;
+    }
+    bool close() {
+        if (skipping_ > 0)
+            --skipping_;
+        else
+            stack_.pop_back();
+        return true;
+    }
+
+    const std::function<bool(std::string_view)>& keep_;
+    Json& root_;
+    std::vector<Json*> stack_;  // the open containers, outermost first
+    Json* member_ = nullptr;
+    bool skip_next_ = false;    // the next value belongs to a member not kept
+    std::size_t skipping_ = 0;  // containers open inside a member not kept
+};
+
 }  // namespace
+
+bool parse_within_json_bounds(std::string_view text, const JsonBounds& bounds,
+                              const std::function<bool(std::string_view key)>& keep, Json& out,
+                              std::string& why) {
+    out = Json();
+    BoundedDocument document(bounds, keep, out);
+    const bool ok = Sax::sax_parse(text, &document, Sax::input_format_t::json, /*strict=*/true);
+    if (!ok) why = document.counter.why.empty() ? "not valid JSON" : document.counter.why;
+    return ok;
+}
 
 const JsonBounds& verdict_file_bounds() {
     static const JsonBounds bounds{.named = {{"node_stats.gpus", 1024, "GPUs"},

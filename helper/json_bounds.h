@@ -7,9 +7,12 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "libstallscope/model/snapshot_json.h"
 
 namespace stallscope::cli {
 
@@ -31,5 +34,14 @@ const JsonBounds& verdict_file_bounds();
 // True when `text` is JSON within `bounds`; else false and `why` says what is over (or where the text
 // stops being JSON), without the file's name.
 bool within_json_bounds(std::string_view text, const JsonBounds& bounds, std::string& why);
+
+// The same check and, in the same pass, the document, with only the top-level members `keep` accepts (a
+// verdict file's inventory, a third of it, is never read by the merge). Each value is counted before
+// it is added, so what exists when a bound stops the parse is within the bounds, as the whole document
+// is when it passes: the one pass costs what the check alone did, and half of the two. False as
+// within_json_bounds is, with `why` the same; `out` is then unspecified.
+bool parse_within_json_bounds(std::string_view text, const JsonBounds& bounds,
+                              const std::function<bool(std::string_view key)>& keep, Json& out,
+                              std::string& why);
 
 }  // namespace stallscope::cli

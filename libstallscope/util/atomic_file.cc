@@ -64,6 +64,13 @@ std::string atomic_temp_path(const std::string& path) {
 
 bool write_file_atomically(const std::string& path, std::string_view data, bool sync, std::string& error,
                            FileMode mode) {
+    return write_file_atomically(
+        path, [&](const AtomicWrite& write) { write(data); }, sync, error, mode);
+}
+
+bool write_file_atomically(const std::string& path,
+                           const std::function<void(const AtomicWrite& write)>& produce, bool sync,
+                           std::string& error, FileMode mode) {
     const auto slash = path.rfind('/');
     const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash == 0 ? 1 : slash);
     const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
@@ -95,17 +102,27 @@ bool write_file_atomically(const std::string& path, std::string_view data, bool 
         return false;
     };
     if (mode == FileMode::world_readable && ::fchmod(fd, 0644) != 0) return fail("chmod", temp_path, errno);
-    const char* p = data.data();
-    std::size_t left = data.size();
-    while (left > 0) {
-        ssize_t n = ::write(fd, p, left);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            return fail("write", temp_path, errno);
+    int write_error = 0;
+    const AtomicWrite write = [&](std::string_view data) {
+        const char* p = data.data();
+        std::size_t left = data.size();
+        while (write_error == 0 && left > 0) {
+            ssize_t n = ::write(fd, p, left);
+            if (n < 0) {
+                if (errno != EINTR) write_error = errno;
+                continue;
+            }
+            p += n;
+            left -= static_cast<std::size_t>(n);
         }
-        p += n;
-        left -= static_cast<std::size_t>(n);
+    };
+    try {
+        produce(write);
+    } catch (...) {  // the producer failed (out of memory): no temp file left behind
+        fail("write", temp_path, 0);
+        throw;
     }
+    if (write_error != 0) return fail("write", temp_path, write_error);
     if (sync && ::fsync(fd) != 0) return fail("fsync", temp_path, errno);
     const int closed = ::close(fd);
     fd = -1;

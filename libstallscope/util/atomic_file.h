@@ -2,6 +2,7 @@
 // summaries and the Prometheus textfile.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -25,6 +26,14 @@ enum class FileMode {
 // interval: no). On failure the temp file is removed and `error` names the path and the reason.
 bool write_file_atomically(const std::string& path, std::string_view data, bool sync, std::string& error,
                            FileMode mode = FileMode::follow_umask);
+
+// The same, with the content produced piece by piece: `produce` calls `write` with each piece in order,
+// so a file larger than what the caller wants to hold (a 16 000-node job's summary.json: ~110 MB) never
+// sits in memory whole. After a failed write, further writes are dropped and the file is not renamed.
+using AtomicWrite = std::function<void(std::string_view piece)>;
+bool write_file_atomically(const std::string& path,
+                           const std::function<void(const AtomicWrite& write)>& produce, bool sync,
+                           std::string& error, FileMode mode = FileMode::follow_umask);
 
 // The temp name write_file_atomically uses for `path` (to clean up after a crash).
 std::string atomic_temp_path(const std::string& path);
