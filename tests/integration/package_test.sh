@@ -7,7 +7,7 @@
 set -euo pipefail
 src=$(cd "$1" && pwd)
 work=$(realpath -m "$2")  # absolute: the build below runs in a subdirectory of it
-for tool in dpkg-buildpackage dh lintian; do
+for tool in dpkg-buildpackage dh; do
   command -v "$tool" >/dev/null || { echo "SKIP: $tool missing (contrib/install-deps.sh)"; exit 77; }
 done
 version=$(dpkg-parsechangelog -l "$src/debian/changelog" -S Version)
@@ -43,9 +43,14 @@ check() { # description, command...
 
 # lintian: errors fail the test; warnings are printed (debian/stallscope.lintian-overrides explains
 # the ones that are by design).
-lintian --tag-display-limit 0 "$deb" >"$work/lintian.txt" 2>&1 || true
-cat "$work/lintian.txt"
-check "lintian reports no error" bash -c "! grep -q '^E:' '$work/lintian.txt'"
+# (Not installed in the Slurm matrix's roots, which build the per-release .deb with this script.)
+if command -v lintian >/dev/null; then
+  lintian --tag-display-limit 0 "$deb" >"$work/lintian.txt" 2>&1 || true
+  cat "$work/lintian.txt"
+  check "lintian reports no error" bash -c "! grep -q '^E:' '$work/lintian.txt'"
+else
+  echo "SKIP lintian: not installed"
+fi
 
 root="$work/root"
 dpkg -x "$deb" "$root"
@@ -66,8 +71,12 @@ check "the plugin starts /usr/bin/stallscope by default" \
 check "the plugin's job reader is where the plugin looks for it" \
   bash -c "test -x '$root'/usr/libexec/stallscope-slurm-job && grep -qa /usr/libexec/stallscope-slurm-job '$root'/usr/lib/*/slurm-wlm/stallscope.so"
 for page in man1/stallscope.1.gz man8/stallscope.so.8.gz; do
-  check "man page $page renders without warnings" \
-    bash -c "test -z \"\$(man --warnings -l '$root/usr/share/man/$page' 2>&1 >/dev/null)\""
+  if command -v man >/dev/null; then  # (a Slurm matrix root has no man-db)
+    check "man page $page renders without warnings" \
+      bash -c "test -z \"\$(man --warnings -l '$root/usr/share/man/$page' 2>&1 >/dev/null)\""
+  else
+    check "man page $page is shipped" test -s "$root/usr/share/man/$page"
+  fi
 done
 check "examples are shipped" test -f "$root/usr/share/doc/stallscope/examples/plugstack.conf.example"
 check "the packaged binary renders a job page" \

@@ -8,7 +8,9 @@
 #   sudo tests/integration/slurm_versions.sh [RELEASE...]       (default: 22.05 24.11 26.05)
 #
 # Per release: the root (tests/integration/slurm_root.sh, cached in /var/cache/stallscope-roots), the
-# build (kept in the root at /var/cache/stallscope-build, reused), then slurm_versions_leg.sh inside it.
+# build (kept in the root at /var/cache/stallscope-build, reused), then slurm_versions_leg.sh inside it:
+# the cluster and its checks (STALLSCOPE_MATRIX_TEST=0 leaves them out), then the release's own .deb
+# (STALLSCOPE_MATRIX_PACKAGE=0 leaves it out).
 # The clusters use the fixed loopback ports of contrib/dev-cluster (roots share the host's network): with
 # STALLSCOPE_CLUSTER_LOCK=FILE each leg's cluster runs under `flock FILE` (root creation does not), so
 # machines shared by several people can serialise clusters; unset, no lock is taken (as meson's cluster
@@ -84,8 +86,11 @@ for rel in "$@"; do
     }
     inroot build 2>&1 | tee "$out/leg.log"
     build_rc=${PIPESTATUS[0]}
-    t_build=$(($(date +%s) - t1)) t_test=0
-    if [ "$build_rc" = 0 ]; then
+    t_build=$(($(date +%s) - t1)) t_test=0 t_package=0
+    if [ "$build_rc" = 0 ] && [ "${STALLSCOPE_MATRIX_TEST:-1}" = 0 ]; then
+        t2=$(date +%s)  # STALLSCOPE_MATRIX_TEST=0: no cluster (the package only, say)
+        t_test=0
+    elif [ "$build_rc" = 0 ]; then
         t2=$(date +%s)
         lock=()
         [ -n "${STALLSCOPE_CLUSTER_LOCK:-}" ] && lock=(flock "$STALLSCOPE_CLUSTER_LOCK")
@@ -94,12 +99,17 @@ for rel in "$@"; do
         "${lock[@]}" bash -c 'inroot test' 2>&1 | tee -a "$out/leg.log"
         t_test=$(($(date +%s) - t2))
     fi
+    if [ "$build_rc" = 0 ] && [ "${STALLSCOPE_MATRIX_PACKAGE:-1}" = 1 ]; then
+        t3=$(date +%s)
+        inroot package 2>&1 | tee -a "$out/leg.log"
+        t_package=$(($(date +%s) - t3))
+    fi
     cp "$ROOT/var/cache/stallscope-build/spank/stallscope.so" "$OUTBASE/plugin-$rel.so" 2>/dev/null
     # Slurm leaves its empty per-node cgroup directories (slurm_<node>/uid_N) behind; rmdir only removes
     # empty ones, so a cluster still running elsewhere keeps its own.
     find /sys/fs/cgroup/*/"slurm_$(hostname -s)" -depth -type d -exec rmdir {} \; 2>/dev/null
     unmount_root
-    TIMES+=("$rel: root ${t_root} s$([ "$t_root" -lt 5 ] && echo ' (cached)'), build ${t_build} s, cluster and checks ${t_test} s")
+    TIMES+=("$rel: root ${t_root} s$([ "$t_root" -lt 5 ] && echo ' (cached)'), build ${t_build} s, cluster and checks ${t_test} s, .deb ${t_package:-0} s")
     RELEASES_RUN+=("$rel")
     while IFS=$'\t' read -r check status; do
         # Job ids and paths differ between releases: the table keys on the text without them.

@@ -6,8 +6,10 @@
 # fault_tests.sh), then the checks only a matrix has: the job cgroup as Slurm made it, an OOM kill at the
 # job's own --mem, a CPU-throttled job, the real `scontrol --json show job` record.
 #
-#   slurm_versions_leg.sh build|test SRC BUILD OUT
-# build: compile (outside the cluster lock); test: boot the cluster and run the checks. SRC the source
+#   slurm_versions_leg.sh build|test|package SRC BUILD OUT
+# build: compile (outside the cluster lock); test: boot the cluster and run the checks; package: the .deb
+# for this release (tests/integration/package_test.sh in the root: dpkg-buildpackage against its
+# libslurm-dev, the Depends on its Slurm, the plugin's declared release). SRC the source
 # tree (may be read-only), BUILD a build dir kept between runs, OUT where the logs, the per-check results
 # (results.tsv: check<TAB>PASS|FAIL) and captured fixtures go.
 set -u
@@ -27,8 +29,8 @@ if [ ! -f "$BUILD/build.ninja" ]; then
         >"$OUT/meson-setup.log" 2>&1 || { tail -20 "$OUT/meson-setup.log"; result build FAIL; exit 1; }
 fi
 # nice: on a shared machine the matrix build yields to interactive builds; STALLSCOPE_MATRIX_JOBS caps it.
-if nice -n 10 ninja -C "$BUILD" ${STALLSCOPE_MATRIX_JOBS:+-j "$STALLSCOPE_MATRIX_JOBS"} spank/stallscope.so helper/stallscope tests/fake_nvml/libnvidia-ml.so.1 >"$OUT/build.log" 2>&1; then
-    result "build (plugin, helper, fake NVML) against $(slurmd -V)" PASS
+if nice -n 10 ninja -C "$BUILD" ${STALLSCOPE_MATRIX_JOBS:+-j "$STALLSCOPE_MATRIX_JOBS"} spank/stallscope.so spank/stallscope-slurm-job helper/stallscope tests/fake_nvml/libnvidia-ml.so.1 >"$OUT/build.log" 2>&1; then
+    result "build (plugin, job reader, helper, fake NVML) against $(slurmd -V)" PASS
 else
     tail -30 "$OUT/build.log"
     result build FAIL
@@ -37,6 +39,18 @@ fi
 grep -E 'warning:' "$OUT/build.log" | sort -u >"$OUT/build-warnings.txt" || true
 echo "build: $(($(date +%s) - t0)) s, $(wc -l <"$OUT/build-warnings.txt") distinct warning lines"
 exit 0
+fi
+
+if [ "$PHASE" = package ]; then
+    # Outside the cluster lock, like the build. Each "ok"/"FAIL" line of the package test becomes a row.
+    STALLSCOPE_PACKAGE_UNITY=1 bash "$SRC/tests/integration/package_test.sh" "$SRC" /var/cache/stallscope-package \
+        >"$OUT/package.log" 2>&1
+    rc=$?
+    sed -n 's/^built \(.*\)$/package: built \1/p' "$OUT/package.log"
+    sed -n 's/^ok   \(.*\)/\1\tPASS/p; s/^FAIL \(.*\)/\1\tFAIL/p' "$OUT/package.log" | sed 's/^/.deb: /' |
+        tee -a "$OUT/results.tsv"
+    [ "$rc" = 0 ] || { tail -20 "$OUT/package.log"; result ".deb: package_test.sh (exit $rc)" FAIL; exit 1; }
+    exit 0
 fi
 
 # The helper must be reachable by the job user: the build dir lives under /var/cache (0755).
