@@ -182,7 +182,7 @@ std::vector<pid_t> pids_of_job_by_environ(const std::string& proc_root, uid_t ui
         if (++seen > max_entries || all.size() >= max_pids) break;
         const auto pid = to_small_int(e->d_name);
         if (!pid || *pid <= 0 || *pid == skip) continue;
-        struct stat st{};
+        struct stat st {};
         if (::fstatat(::dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || st.st_uid != uid) continue;
         std::string error;
         const auto env = read_text_file(proc_root + "/" + e->d_name + "/environ", error, 256 * 1024);

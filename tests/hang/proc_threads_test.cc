@@ -188,7 +188,8 @@ TEST_CASE("pids of a Slurm job's cgroup tree: the job dir, its steps and tasks")
     std::system((std::string("rm -rf ") + tmpl).c_str());
 }
 
-TEST_CASE("pids of a Slurm job without a cgroup: our uid's processes whose environment names the job and host") {
+TEST_CASE(
+    "pids of a Slurm job without a cgroup: our uid's processes whose environment names the job and host") {
     char tmpl[] = "/tmp/stallscope-proc-XXXXXX";
     REQUIRE(::mkdtemp(tmpl));
     const std::string root = tmpl;
@@ -198,7 +199,7 @@ TEST_CASE("pids of a Slurm job without a cgroup: our uid's processes whose envir
     };
     using namespace std::string_literals;
     process("301", "HOME=/u\0SLURM_JOB_ID=77\0SLURM_PROCID=0\0SLURMD_NODENAME=n1\0"s);
-    process("7", "SLURMD_NODENAME=n1\0SLURM_JOB_ID=77"s);     // last entry, no trailing NUL
+    process("7", "SLURMD_NODENAME=n1\0SLURM_JOB_ID=77"s);      // last entry, no trailing NUL
     process("305", "SLURM_JOB_ID=77\0SLURMD_NODENAME=n2\0"s);  // the job's rank of another slurmd
     process("302", "SLURM_JOB_ID=770\0X=SLURM_JOB_ID=77\0"s);  // another job; the text only inside a value
     process("303", "SLURM_JOB_ID=77\0"s);                      // the helper itself: skipped
