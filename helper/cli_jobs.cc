@@ -105,13 +105,16 @@ int run_jobs(int argc, char** argv, int first) {
                 j["confidence"] = seg->confidence, j["top"] = seg->top, j["gpus"] = seg->gpus;
                 j["duration_seconds"] = seg->duration_seconds, j["node"] = seg->node,
                 j["verdict_file"] = seg->file;
+                j["hang"] = seg->hang.empty() ? Json(nullptr) : Json(seg->hang);
             }
             out.push_back(std::move(j));  // nlohmann escapes control characters (\u001b)
         } else if (seg) {
+            // A hang's culprit is what an on-call engineer scans the list for: after the top reason.
+            const std::string reason = seg->top + (seg->hang.empty() ? "" : "  hang=" + seg->hang);
             std::printf("%-12s %-14s %-16.16s %-10.10s %-10s %-9s %5.2f  %s\n", printable(f[0]).c_str(),
                         printable(f[1]).c_str(), printable(f[5]).c_str(), printable(f[2]).c_str(),
                         printable(f[3]).c_str(), printable(seg->label).c_str(), seg->confidence,
-                        printable(seg->top).c_str());
+                        printable(reason).c_str());
         } else {
             std::printf("%-12s %-14s %-16.16s %-10.10s %-10s %-9s %5s  %s\n", printable(f[0]).c_str(),
                         printable(f[1]).c_str(), printable(f[5]).c_str(), printable(f[2]).c_str(),

@@ -176,6 +176,8 @@ Exit status: 0 written or nothing to summarize, 1 DIR missing or not writable, 2
 Verdicts of past jobs from one `sacct` call: the stallscope segment of each job's AdminComment
 (written by the plugin as root; the user-writable Comment is never trusted). With JOBIDs, those jobs
 however old (no start time unless --since is given); `stallscope report JOBID` shows one in full.
+A job that hung shows who it waited for after its top reason: hang=culprit:rank2@node17/gpu3 (two
+sources agree), hang=suspect:..., or hang=all_waiting (every rank inside the collective: the fabric).
 
   --since TIME   sacct start time (default now-1days): YYYY-MM-DD[THH:MM[:SS]], now[-N{minutes,hours,days,weeks}],
                  today, midnight, ...

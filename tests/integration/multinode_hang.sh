@@ -111,4 +111,12 @@ check "job $JI: the comment names the culprit (hang=culprit:rank2@$H2)" \
     eval '[[ "$(comment "$JI")" =~ \ hang=culprit:rank2@$H2(/gpu[0-9]+)?$ ]]'
 check "job $JJ: the comment says all ranks wait (hang=all_waiting)" \
     eval '[[ "$(comment "$JJ")" =~ \ hang=all_waiting$ ]]'
+"$HELPER" jobs "$JI" "$JJ" --all-users >"$W/ij.jobs" 2>&1
+sed 's/^/   | /' "$W/ij.jobs"
+check "stallscope jobs: the hang after the top reason (hang=culprit:rank2@$H2, hang=all_waiting)" \
+    eval 'grep -qE "^$JI .*  hang=culprit:rank2@$H2(/gpu[0-9]+)?\$" "$W/ij.jobs" &&
+          grep -qE "^$JJ .*  hang=all_waiting\$" "$W/ij.jobs"'
+"$HELPER" jobs "$JI" --all-users --json >"$W/i.jobs.json" 2>/dev/null
+check "stallscope jobs --json: \"hang\" for job $JI" \
+    python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); sys.exit(0 if r and r[0]["hang"].startswith("culprit:rank2@") else 1)' "$W/i.jobs.json"
 check "jobs $JI and $JJ: no helper process left" eval 'no_helpers "$JI" && no_helpers "$JJ"'
