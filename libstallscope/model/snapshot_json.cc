@@ -182,50 +182,12 @@ void read_object(const Reader& r, T& object) {
     });
 }
 
-Json interface_json(const NetInterface& i) {
-    return object_json(i);
-}
-Json rdma_json(const RdmaPort& p) {
-    return object_json(p);
-}
-Json gpu_json(const Gpu& g) {
-    return object_json(g);
-}
-Json context_json(const JobContext& c) {
-    return object_json(c);
-}
-void read_interface(const Reader& r, NetInterface& i) {
-    read_object(r, i);
-}
-void read_rdma(const Reader& r, RdmaPort& p) {
-    read_object(r, p);
-}
-void read_gpu(const Reader& r, Gpu& g) {
-    read_object(r, g);
-}
-
-template <typename T>
-T read_fresh(const Reader& r, void (*read_into)(const Reader&, T&)) {
+// A fresh element read from `r` (the element readers of read_snapshot_element read into the last one).
+template <fields::Described T>
+T read_fresh(const Reader& r) {
     T t;
-    read_into(r, t);
+    read_object(r, t);
     return t;
-}
-NetInterface read_interface(const Reader& r) {
-    return read_fresh<NetInterface>(r, read_interface);
-}
-RdmaPort read_rdma(const Reader& r) {
-    return read_fresh<RdmaPort>(r, read_rdma);
-}
-Gpu read_gpu(const Reader& r) {
-    return read_fresh<Gpu>(r, read_gpu);
-}
-
-XidEvent read_xid(const Reader& r) {
-    return read_fresh<XidEvent>(r, read_object<XidEvent>);
-}
-
-Json xid_event_json(const XidEvent& e) {
-    return object_json(e);
 }
 
 template <typename T, typename F>
@@ -248,21 +210,8 @@ double read_time(const Reader& r) {
 }
 
 JobContext read_context(const Reader& cr) {
-    JobContext c;
-    read_object(cr, c);
+    JobContext c = read_fresh<JobContext>(cr);
     if (c.scheduler.empty()) c.scheduler = "none";
-    return c;
-}
-
-HostStats read_host_stats(const Reader& hr) {
-    HostStats hs;
-    read_object(hr, hs);
-    return hs;
-}
-
-JobCgroup read_job_cgroup(const Reader& r) {
-    JobCgroup c;
-    read_object(r, c);
     return c;
 }
 
@@ -283,19 +232,19 @@ Json job_cgroup_to_json(const JobCgroup& c) {
 }
 
 Json context_to_json(const JobContext& c) {
-    return context_json(c);
+    return object_json(c);
 }
 Json interface_to_json(const NetInterface& i) {
-    return interface_json(i);
+    return object_json(i);
 }
 Json rdma_port_to_json(const RdmaPort& p) {
-    return rdma_json(p);
+    return object_json(p);
 }
 Json gpu_to_json(const Gpu& g) {
-    return gpu_json(g);
+    return object_json(g);
 }
 Json xid_events_to_json(const std::vector<XidEvent>& events) {
-    return array_of(events, xid_event_json);
+    return array_of(events, object_json<XidEvent>);
 }
 
 Json collector_failures_to_json(const std::map<std::string, std::string>& failures) {
@@ -311,11 +260,11 @@ Json to_json(const Snapshot& s) {
     put(o, "time", format_rfc3339(s.time));
     put(o, "unix_time", s.time);
     put(o, "host", s.host);
-    put(o, "context", context_json(s.context));
+    put(o, "context", object_json(s.context));
     put(o, "host_stats", host_stats_to_json(s.host_stats));
-    put(o, "interfaces", array_of(s.interfaces, interface_json));
-    put(o, "rdma", array_of(s.rdma, rdma_json));
-    put(o, "gpus", array_of(s.gpus, gpu_json));
+    put(o, "interfaces", array_of(s.interfaces, object_json<NetInterface>));
+    put(o, "rdma", array_of(s.rdma, object_json<RdmaPort>));
+    put(o, "gpus", array_of(s.gpus, object_json<Gpu>));
     put(o, "xid_events", xid_events_to_json(s.xid_events));
     if (!s.nccl.empty()) put(o, "nccl", nccl_to_json(s.nccl));
     if (s.job_cgroup) put(o, "job_cgroup", job_cgroup_to_json(*s.job_cgroup));
@@ -366,22 +315,21 @@ void read_snapshot_field(const Json& object, SnapshotField field, Snapshot& s,
             return;
         case SnapshotField::host_stats:
             if (const Json* h = object_at(r, "host_stats"))
-                s.host_stats = read_host_stats(Reader{*h, problems, "host_stats"});
+                s.host_stats = read_fresh<HostStats>(Reader{*h, problems, "host_stats"});
             else
                 s.host_stats = HostStats{};
             return;
         case SnapshotField::interfaces:
-            s.interfaces =
-                r.objects<NetInterface>("interfaces", [](const Reader& e) { return read_interface(e); });
+            s.interfaces = r.objects<NetInterface>("interfaces", read_fresh<NetInterface>);
             return;
         case SnapshotField::rdma:
-            s.rdma = r.objects<RdmaPort>("rdma", [](const Reader& e) { return read_rdma(e); });
+            s.rdma = r.objects<RdmaPort>("rdma", read_fresh<RdmaPort>);
             return;
         case SnapshotField::gpus:
-            s.gpus = r.objects<Gpu>("gpus", [](const Reader& e) { return read_gpu(e); });
+            s.gpus = r.objects<Gpu>("gpus", read_fresh<Gpu>);
             return;
         case SnapshotField::xid_events:
-            s.xid_events = r.objects<XidEvent>("xid_events", read_xid);
+            s.xid_events = r.objects<XidEvent>("xid_events", read_fresh<XidEvent>);
             return;
         case SnapshotField::nccl:
             if (const Json* n = object_at(r, "nccl"))
@@ -391,7 +339,7 @@ void read_snapshot_field(const Json& object, SnapshotField field, Snapshot& s,
             return;
         case SnapshotField::job_cgroup:
             if (const Json* c = object_at(r, "job_cgroup"))
-                s.job_cgroup = read_job_cgroup(Reader{*c, problems, "job_cgroup"});
+                s.job_cgroup = read_fresh<JobCgroup>(Reader{*c, problems, "job_cgroup"});
             else
                 s.job_cgroup.reset();
             return;
@@ -422,11 +370,11 @@ bool read_snapshot_element(const Json& object, SnapshotField field, std::size_t 
     if (size != array->size()) return false;  // a skipped element: indices do not line up
     const Reader inner{(*array)[index], problems, std::string(key) + "[" + std::to_string(index) + "]"};
     if (field == SnapshotField::interfaces)
-        read_interface(inner, s.interfaces[index]);
+        read_object(inner, s.interfaces[index]);
     else if (field == SnapshotField::rdma)
-        read_rdma(inner, s.rdma[index]);
+        read_object(inner, s.rdma[index]);
     else
-        read_gpu(inner, s.gpus[index]);
+        read_object(inner, s.gpus[index]);
     return true;
 }
 
