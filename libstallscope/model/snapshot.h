@@ -104,6 +104,15 @@ struct GpuInterconnect {
     bool operator==(const GpuInterconnect&) const = default;
 };
 
+// The PCIe link between host and GPU (NVML): the generation and lane count it runs at now, and the most
+// this GPU supports in this slot. An idle GPU lowers its generation to save power; fewer lanes than its
+// most is a fault (riser, slot, retimer, a badly seated card).
+struct PcieLink {
+    Counter generation, width;
+    Counter max_generation, max_width;
+    bool operator==(const PcieLink&) const = default;
+};
+
 // A MIG instance reported as its own Gpu entry: NVML gives no utilization for it, and power,
 // temperature and clocks are the parent GPU's (gauges_from_parent says so).
 struct MigInstance {
@@ -148,6 +157,7 @@ struct Gpu {
     std::optional<GpuInterconnect> interconnect;
     std::optional<MigInstance> mig;
     std::optional<std::vector<GpuProcess>> processes;
+    std::optional<PcieLink> pcie_link;  // absent when NVML did not say (other sources, MIG instances)
     bool operator==(const Gpu&) const = default;
 };
 
@@ -347,6 +357,17 @@ struct Description<GpuInterconnect> {
 };
 
 template <>
+struct Description<PcieLink> {
+    using L = PcieLink;
+    static constexpr auto fields = std::tuple{
+        field<&L::generation>("generation"),
+        field<&L::width>("width"),
+        field<&L::max_generation>("max_generation"),
+        field<&L::max_width>("max_width"),
+    };
+};
+
+template <>
 struct Description<MigInstance> {
     using M = MigInstance;
     static constexpr auto fields = std::tuple{
@@ -407,6 +428,7 @@ struct Description<Gpu> {
         field<&Gpu::interconnect>("interconnect", kRate),  // NVLink / PCIe counters, rated under their keys
         field<&Gpu::mig>("mig"),
         field<&Gpu::processes>("processes"),
+        field<&Gpu::pcie_link>("pcie_link"),
     };
 };
 

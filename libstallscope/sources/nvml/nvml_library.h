@@ -34,6 +34,10 @@ namespace stallscope {
     X(get_total_ecc_errors, nvmlDeviceGetTotalEccErrors, nullptr)                                     \
     X(get_remapped_rows, nvmlDeviceGetRemappedRows, nullptr)                                          \
     X(get_total_energy, nvmlDeviceGetTotalEnergyConsumption, nullptr)                                 \
+    X(get_pcie_link_generation, nvmlDeviceGetCurrPcieLinkGeneration, nullptr)                         \
+    X(get_pcie_link_width, nvmlDeviceGetCurrPcieLinkWidth, nullptr)                                   \
+    X(get_max_pcie_link_generation, nvmlDeviceGetMaxPcieLinkGeneration, nullptr)                      \
+    X(get_max_pcie_link_width, nvmlDeviceGetMaxPcieLinkWidth, nullptr)                                \
     /* NVLink / PCIe field values (issue 15) */                                                       \
     X(get_field_values, nvmlDeviceGetFieldValues, nullptr)                                            \
     /* only the _v3 name: _v1/_v2 fill smaller structs (the header #defines the plain name to _v3) */ \
