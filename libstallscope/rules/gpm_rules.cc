@@ -205,17 +205,21 @@ namespace {
 constexpr double kPcieLinkBusyUtilPct = 50;
 
 void gpu_pcie_link_rule(const RuleInput& in, Findings& out) {
-    const StepGpus step(in.cur);
+    // Which GPUs are the step's is asked only of a degraded link: a healthy node pays one loop a sample
+    // (replay runs this rule for every sample of a timeline).
+    std::optional<StepGpus> step;
     std::string buf;
     for (std::size_t i = 0; i < in.cur.gpus.size(); ++i) {
         const Gpu& g = in.cur.gpus[i];
-        if (!g.pcie_link || !step[i]) continue;
+        if (!g.pcie_link) continue;
         const PcieLink& l = *g.pcie_link;
         const bool narrow = l.width && l.max_width && *l.width > 0 && *l.width < *l.max_width;
         const bool busy = g.utilization_pct && *g.utilization_pct >= kPcieLinkBusyUtilPct;
         const bool slow = busy && l.generation && l.max_generation && *l.generation > 0 &&
                           *l.generation < *l.max_generation;
         if (!narrow && !slow) continue;
+        if (!step) step.emplace(in.cur);
+        if (!(*step)[i]) continue;
         const auto text = [](const Counter& gen, const Counter& width) {
             return "Gen" + (gen ? std::to_string(*gen) : std::string("?")) + " x" +
                    (width ? std::to_string(*width) : std::string("?"));

@@ -91,6 +91,8 @@ TEST_CASE("a busy GPU on 8 of its 16 PCIe lanes is a SLOW fabric reason; an idle
     CHECK(num(link[0], "pcie_link_width") == 8);
     CHECK(num(link[0], "pcie_link_max_width") == 16);
     CHECK(link[0].reason.message.find("Gen5 x8 of Gen5 x16") != std::string::npos);
+    s.context.visible_devices = {"GPU-2"};  // the degraded GPU is another step's: not this step's reason
+    CHECK(link_findings(s).empty());
 }
 
 TEST_CASE(
