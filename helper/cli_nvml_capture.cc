@@ -188,6 +188,12 @@ class Capture {
                                   {"pending", pending != 0},
                                   {"failure", failure != 0}};
         if (call(fn_.get_total_energy, g, "energy", h, &u)) g["energy_mj"] = u;
+        // The PCIe link: the fake answers the four from these keys under one query name, as the collector
+        // gives up on them together.
+        if (call(fn_.get_pcie_link_generation, g, "pcie_link", h, &v)) g["pcie_link_generation"] = v;
+        if (call(fn_.get_pcie_link_width, g, "pcie_link", h, &v)) g["pcie_link_width"] = v;
+        if (call(fn_.get_max_pcie_link_generation, g, "pcie_link", h, &v)) g["pcie_link_max_generation"] = v;
+        if (call(fn_.get_max_pcie_link_width, g, "pcie_link", h, &v)) g["pcie_link_max_width"] = v;
     }
 
     void fields(nvmlDevice_t h, json& g) {

@@ -1,11 +1,16 @@
 // The counters of the structs with a fixed set of them (NetInterface, Gpu, HostStats, JobCgroup), by the
-// name they have in a Rates row, in name order (the order of a row). Shared by compute_rates and
-// RatesTracker so both walk the same counters under the same names. Internal to libstallscope/model.
+// name they have in a Rates row, in name order (the order of a row): the members their description
+// (snapshot.h) flags kRate, and those of a part flagged kRate under its prefix ("psi_"). Shared by
+// compute_rates and RatesTracker so both walk the same counters under the same names. Internal to
+// libstallscope/model.
 #pragma once
 
 #include <algorithm>
 #include <array>
+#include <optional>
+#include <string>
 #include <string_view>
+#include <type_traits>
 
 #include "libstallscope/model/snapshot.h"
 
@@ -17,69 +22,106 @@ struct Field {
     const Counter* (*get)(const T&);  // nullptr when the struct has no such counter in this sample
 };
 
-// clang-format off
-#define STALLSCOPE_FIELD(T, n) Field<T>{#n, [](const T& x) -> const Counter* { return &x.n; }}
-#define STALLSCOPE_NAMED(T, name, expr) Field<T>{name, [](const T& x) -> const Counter* { return &(expr); }}
-// NVLink / PCIe field values (issue 15): compared only when both samples have the interconnect block.
-#define STALLSCOPE_LINK(n) \
-    Field<Gpu>{#n, [](const Gpu& g) -> const Counter* { return g.interconnect ? &g.interconnect->n : nullptr; }}
-// clang-format on
+namespace detail {
 
-template <class T, std::size_t N>
-inline std::array<Field<T>, N> by_name(std::array<Field<T>, N> fields) {
-    std::sort(fields.begin(), fields.end(),
-              [](const Field<T>& a, const Field<T>& b) { return a.name < b.name; });
-    return fields;
+template <auto Member>
+const Counter* direct(const typename fields::MemberOf<Member>::owner& x) {
+    return &(x.*Member);
 }
+
+// A counter of a part: through the optional when the part may be absent (a GPU's interconnect block).
+template <auto Part, auto Member>
+const Counter* inside(const typename fields::MemberOf<Part>::owner& x) {
+    const auto& part = x.*Part;
+    if constexpr (fields::is_optional<std::remove_cvref_t<decltype(part)>>)
+        return part ? &((*part).*Member) : nullptr;
+    else
+        return &(part.*Member);
+}
+
+template <class P>
+struct Part {
+    using type = P;
+};
+template <class P>
+struct Part<std::optional<P>> {
+    using type = P;
+};
+template <class P>
+using part_type = typename Part<P>::type;
+
+// Calls add(name prefix, key, getter) for each rated counter of T.
+template <class T, class Add>
+void each_rated(Add&& add) {
+    fields::for_each_field<T>([&](const auto& f) {
+        using Outer = std::remove_cvref_t<decltype(f)>;
+        using V = fields::member_type<Outer::member>;
+        if (!(f.flags & fields::kRate)) return;
+        if constexpr (std::is_same_v<V, Counter>) {
+            add("", f.key, &direct<Outer::member>);
+        } else if constexpr (fields::Described<part_type<V>>) {
+            const unsigned mask = f.rate_mask;
+            const char* prefix = f.rate_prefix;
+            fields::for_each_field<part_type<V>>([&](const auto& inner) {
+                using I = std::remove_cvref_t<decltype(inner)>;
+                if constexpr (std::is_same_v<fields::member_type<I::member>, Counter>)
+                    if (inner.flags & mask) add(prefix, inner.key, &inside<Outer::member, I::member>);
+            });
+        }
+    });
+}
+
+template <class T>
+consteval std::size_t rated_count() {
+    std::size_t n = 0;
+    fields::for_each_field<T>([&](const auto& f) {
+        using V = fields::member_type<std::remove_cvref_t<decltype(f)>::member>;
+        if (!(f.flags & fields::kRate)) return;
+        if constexpr (std::is_same_v<V, Counter>) {
+            ++n;
+        } else if constexpr (fields::Described<part_type<V>>) {
+            fields::for_each_field<part_type<V>>([&](const auto& inner) {
+                using I = std::remove_cvref_t<decltype(inner)>;
+                if constexpr (std::is_same_v<fields::member_type<I::member>, Counter>)
+                    if (inner.flags & f.rate_mask) ++n;
+            });
+        }
+    });
+    return n;
+}
+
+// T's rated counters in name order; the names of a part's counters are kept in `names` (built once).
+template <class T>
+const auto& by_name() {
+    static const auto table = [] {
+        static std::array<std::string, rated_count<T>()> names;
+        std::array<Field<T>, rated_count<T>()> out{};
+        std::size_t i = 0;
+        each_rated<T>([&](const char* prefix, const char* key, const Counter* (*get)(const T&)) {
+            names[i] = std::string(prefix) + key;
+            out[i] = Field<T>{names[i], get};
+            ++i;
+        });
+        std::sort(out.begin(), out.end(),
+                  [](const Field<T>& a, const Field<T>& b) { return a.name < b.name; });
+        return out;
+    }();
+    return table;
+}
+
+}  // namespace detail
 
 inline const auto& interface_fields() {
-    using I = NetInterface;
-    static const auto fields = by_name(std::array{
-        STALLSCOPE_FIELD(I, rx_bytes), STALLSCOPE_FIELD(I, rx_packets), STALLSCOPE_FIELD(I, rx_errors),
-        STALLSCOPE_FIELD(I, rx_dropped), STALLSCOPE_FIELD(I, rx_fifo), STALLSCOPE_FIELD(I, rx_frame),
-        STALLSCOPE_FIELD(I, rx_compressed), STALLSCOPE_FIELD(I, rx_multicast), STALLSCOPE_FIELD(I, tx_bytes),
-        STALLSCOPE_FIELD(I, tx_packets), STALLSCOPE_FIELD(I, tx_errors), STALLSCOPE_FIELD(I, tx_dropped),
-        STALLSCOPE_FIELD(I, tx_fifo), STALLSCOPE_FIELD(I, tx_colls), STALLSCOPE_FIELD(I, tx_carrier),
-        STALLSCOPE_FIELD(I, tx_compressed)});
-    return fields;
+    return detail::by_name<NetInterface>();
 }
-
 inline const auto& gpu_fields() {
-    static const auto fields = by_name(std::array{
-        STALLSCOPE_FIELD(Gpu, energy_mj), STALLSCOPE_FIELD(Gpu, violation_power_ns),
-        STALLSCOPE_FIELD(Gpu, violation_thermal_ns), STALLSCOPE_FIELD(Gpu, ecc_uncorrected),
-        STALLSCOPE_FIELD(Gpu, ecc_corrected), STALLSCOPE_LINK(nvlink_tx_bytes),
-        STALLSCOPE_LINK(nvlink_rx_bytes), STALLSCOPE_LINK(nvlink_crc_errors),
-        STALLSCOPE_LINK(nvlink_replay_errors), STALLSCOPE_LINK(nvlink_recovery_errors),
-        STALLSCOPE_LINK(pcie_replay_count), STALLSCOPE_LINK(pcie_tx_bytes), STALLSCOPE_LINK(pcie_rx_bytes)});
-    return fields;
+    return detail::by_name<Gpu>();
 }
-
 inline const auto& host_fields() {
-    using H = HostStats;
-    static const auto fields = by_name(std::array{
-        STALLSCOPE_FIELD(H, oom_kills), STALLSCOPE_NAMED(H, "psi_cpu_some_total_us", x.psi.cpu_some_total_us),
-        STALLSCOPE_NAMED(H, "psi_io_some_total_us", x.psi.io_some_total_us),
-        STALLSCOPE_NAMED(H, "psi_io_full_total_us", x.psi.io_full_total_us),
-        STALLSCOPE_NAMED(H, "psi_memory_some_total_us", x.psi.memory_some_total_us),
-        STALLSCOPE_NAMED(H, "psi_memory_full_total_us", x.psi.memory_full_total_us)});
-    return fields;
+    return detail::by_name<HostStats>();
 }
-
 inline const auto& cgroup_fields() {
-    using C = JobCgroup;
-    static const auto fields = by_name(
-        std::array{STALLSCOPE_FIELD(C, memory_oom_events), STALLSCOPE_FIELD(C, memory_oom_kill_events),
-                   STALLSCOPE_FIELD(C, cpu_usage_usec), STALLSCOPE_FIELD(C, cpu_nr_periods),
-                   STALLSCOPE_FIELD(C, cpu_nr_throttled), STALLSCOPE_FIELD(C, cpu_throttled_usec),
-                   STALLSCOPE_NAMED(C, "psi_cpu_some_total_us", x.psi.cpu_some_total_us),
-                   STALLSCOPE_NAMED(C, "psi_io_full_total_us", x.psi.io_full_total_us),
-                   STALLSCOPE_NAMED(C, "psi_memory_full_total_us", x.psi.memory_full_total_us)});
-    return fields;
+    return detail::by_name<JobCgroup>();
 }
-
-#undef STALLSCOPE_FIELD
-#undef STALLSCOPE_NAMED
-#undef STALLSCOPE_LINK
 
 }  // namespace stallscope::rates_fields

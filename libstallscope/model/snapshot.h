@@ -2,6 +2,8 @@
 //
 // Value rule (ARCHITECTURE.md): a counter that is missing, unreadable or not a valid unsigned 64-bit
 // integer is std::nullopt (serialised as null or left out) and named in `warnings` -- never 0.
+// Each struct with a fixed set of members is described once, at the end of this file (fields.h): JSON,
+// text, rates and the timeline's moving fields are derived from that description.
 // Every struct compares with a defaulted operator==: the v2 timeline writer serialises only the parts of a
 // sample that differ from the previous one (a gauge going from 0.0 to -0.0 compares equal and is not
 // rewritten; nothing reads the sign of a zero).
@@ -14,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "libstallscope/model/fields.h"
 #include "libstallscope/model/flat_map.h"
 #include "libstallscope/model/nccl.h"
 
@@ -101,6 +104,15 @@ struct GpuInterconnect {
     bool operator==(const GpuInterconnect&) const = default;
 };
 
+// The PCIe link between host and GPU (NVML): the generation and lane count it runs at now, and the most
+// this GPU supports in this slot. An idle GPU lowers its generation to save power; fewer lanes than its
+// most is a fault (riser, slot, retimer, a badly seated card).
+struct PcieLink {
+    Counter generation, width;
+    Counter max_generation, max_width;
+    bool operator==(const PcieLink&) const = default;
+};
+
 // A MIG instance reported as its own Gpu entry: NVML gives no utilization for it, and power,
 // temperature and clocks are the parent GPU's (gauges_from_parent says so).
 struct MigInstance {
@@ -145,6 +157,7 @@ struct Gpu {
     std::optional<GpuInterconnect> interconnect;
     std::optional<MigInstance> mig;
     std::optional<std::vector<GpuProcess>> processes;
+    std::optional<PcieLink> pcie_link;  // absent when NVML did not say (other sources, MIG instances)
     bool operator==(const Gpu&) const = default;
 };
 
@@ -206,5 +219,253 @@ struct Snapshot {
     std::map<std::string, std::string> collector_failures;
     bool operator==(const Snapshot&) const = default;
 };
+
+// The descriptions (fields.h): each struct's members in the order its JSON writes them, with their keys
+// and flags. A member missing here is neither written, read, rated nor compared by the timeline.
+namespace fields {
+
+template <>
+struct Description<JobContext> {
+    using C = JobContext;
+    static constexpr auto fields = std::tuple{
+        field<&C::scheduler>("scheduler"),
+        field<&C::job_id>("job_id"),
+        field<&C::step_id>("step_id"),
+        field<&C::job_name>("job_name"),
+        field<&C::user>("user"),
+        field<&C::nodelist>("nodelist"),
+        field<&C::node_id>("node_id"),
+        field<&C::gpus>("gpus"),
+        field<&C::visible_devices>("visible_devices"),
+        field<&C::pod>("pod"),
+        field<&C::namespace_name>("namespace"),
+    };
+};
+
+template <>
+struct Description<Psi> {
+    using P = Psi;
+    static constexpr auto fields = std::tuple{
+        field<&P::cpu_some_avg10>("cpu_some_avg10", kMoving),
+        field<&P::cpu_some_avg60>("cpu_some_avg60", kMoving),
+        field<&P::io_some_avg10>("io_some_avg10", kMoving),
+        field<&P::io_some_avg60>("io_some_avg60", kMoving),
+        field<&P::io_full_avg10>("io_full_avg10", kMoving),
+        field<&P::io_full_avg60>("io_full_avg60", kMoving),
+        field<&P::memory_some_avg10>("memory_some_avg10", kMoving),
+        field<&P::memory_some_avg60>("memory_some_avg60", kMoving),
+        field<&P::memory_full_avg10>("memory_full_avg10", kMoving),
+        field<&P::memory_full_avg60>("memory_full_avg60", kMoving),
+        field<&P::cpu_some_total_us>("cpu_some_total_us", kMoving | kRate),
+        field<&P::io_some_total_us>("io_some_total_us", kMoving | kNodeRate),
+        field<&P::io_full_total_us>("io_full_total_us", kMoving | kRate),
+        field<&P::memory_some_total_us>("memory_some_total_us", kMoving | kNodeRate),
+        field<&P::memory_full_total_us>("memory_full_total_us", kMoving | kRate),
+    };
+};
+
+template <>
+struct Description<HostStats> {
+    using H = HostStats;
+    static constexpr auto fields = std::tuple{
+        field<&H::load1>("load1", kMoving),
+        field<&H::load5>("load5", kMoving),
+        field<&H::load15>("load15", kMoving),
+        field<&H::mem_total_bytes>("mem_total_bytes", kMoving),
+        field<&H::mem_available_bytes>("mem_available_bytes", kMoving),
+        field<&H::procs_running>("procs_running", kMoving),
+        field<&H::procs_blocked>("procs_blocked", kMoving),
+        field<&H::oom_kills>("oom_kills", kMoving | kRate),
+        field<&H::psi>("psi", kRate, "psi_", kRate | kNodeRate),
+    };
+};
+
+template <>
+struct Description<NetInterface> {
+    using I = NetInterface;
+    static constexpr unsigned kCounter = kMoving | kRate;
+    static constexpr auto fields = std::tuple{
+        field<&I::name>("name"),
+        field<&I::rx_bytes>("rx_bytes", kCounter),
+        field<&I::rx_packets>("rx_packets", kCounter),
+        field<&I::rx_errors>("rx_errors", kCounter),
+        field<&I::rx_dropped>("rx_dropped", kCounter),
+        field<&I::rx_fifo>("rx_fifo", kCounter),
+        field<&I::rx_frame>("rx_frame", kCounter),
+        field<&I::rx_compressed>("rx_compressed", kCounter),
+        field<&I::rx_multicast>("rx_multicast", kCounter),
+        field<&I::tx_bytes>("tx_bytes", kCounter),
+        field<&I::tx_packets>("tx_packets", kCounter),
+        field<&I::tx_errors>("tx_errors", kCounter),
+        field<&I::tx_dropped>("tx_dropped", kCounter),
+        field<&I::tx_fifo>("tx_fifo", kCounter),
+        field<&I::tx_colls>("tx_colls", kCounter),
+        field<&I::tx_carrier>("tx_carrier", kCounter),
+        field<&I::tx_compressed>("tx_compressed", kCounter),
+        field<&I::pause>("pause", kMoving),  // rated by name with the row (rates.cc)
+    };
+};
+
+// The port's counters are rated from its maps by name (rates.cc), not from rx_bytes / tx_bytes.
+template <>
+struct Description<RdmaPort> {
+    using R = RdmaPort;
+    static constexpr auto fields = std::tuple{
+        field<&R::device>("device"),
+        field<&R::port>("port"),
+        field<&R::state>("state"),
+        field<&R::phys_state>("phys_state"),
+        field<&R::rate_gbps>("rate_gbps"),
+        field<&R::link_layer>("link_layer"),
+        field<&R::netdev>("netdev"),
+        field<&R::rx_bytes>("rx_bytes", kMoving),
+        field<&R::tx_bytes>("tx_bytes", kMoving),
+        field<&R::counters>("counters", kMoving),
+        field<&R::hw_counters>("hw_counters", kMoving),
+    };
+};
+
+template <>
+struct Description<GpmMetrics> {
+    using G = GpmMetrics;
+    static constexpr auto fields = std::tuple{
+        field<&G::sm_active_pct>("sm_active_pct"),
+        field<&G::sm_occupancy_pct>("sm_occupancy_pct"),
+        field<&G::tensor_active_pct>("tensor_active_pct"),
+        field<&G::dram_bandwidth_pct>("dram_bandwidth_pct"),
+        field<&G::pcie_tx_mib_per_s>("pcie_tx_mib_per_s"),
+        field<&G::pcie_rx_mib_per_s>("pcie_rx_mib_per_s"),
+        field<&G::nvlink_tx_mib_per_s>("nvlink_tx_mib_per_s"),
+        field<&G::nvlink_rx_mib_per_s>("nvlink_rx_mib_per_s"),
+    };
+};
+
+template <>
+struct Description<GpuInterconnect> {
+    using L = GpuInterconnect;
+    static constexpr auto fields = std::tuple{
+        field<&L::nvlink_link_count>("nvlink_link_count"),
+        field<&L::nvlink_tx_bytes>("nvlink_tx_bytes", kRate),
+        field<&L::nvlink_rx_bytes>("nvlink_rx_bytes", kRate),
+        field<&L::nvlink_crc_errors>("nvlink_crc_errors", kRate),
+        field<&L::nvlink_replay_errors>("nvlink_replay_errors", kRate),
+        field<&L::nvlink_recovery_errors>("nvlink_recovery_errors", kRate),
+        field<&L::pcie_replay_count>("pcie_replay_count", kRate),
+        field<&L::pcie_tx_bytes>("pcie_tx_bytes", kRate),
+        field<&L::pcie_rx_bytes>("pcie_rx_bytes", kRate),
+    };
+};
+
+template <>
+struct Description<PcieLink> {
+    using L = PcieLink;
+    static constexpr auto fields = std::tuple{
+        field<&L::generation>("generation"),
+        field<&L::width>("width"),
+        field<&L::max_generation>("max_generation"),
+        field<&L::max_width>("max_width"),
+    };
+};
+
+template <>
+struct Description<MigInstance> {
+    using M = MigInstance;
+    static constexpr auto fields = std::tuple{
+        field<&M::parent_uuid>("parent_uuid"),
+        field<&M::parent_pci_bus_id>("parent_pci_bus_id"),
+        field<&M::parent_index>("parent_index"),
+        field<&M::gpu_instance_id>("gpu_instance_id"),
+        field<&M::compute_instance_id>("compute_instance_id"),
+        field<&M::gauges_from_parent>("gauges_from_parent"),
+    };
+};
+
+template <>
+struct Description<GpuProcess> {
+    using P = GpuProcess;
+    static constexpr auto fields = std::tuple{
+        field<&P::pid>("pid"),
+        field<&P::used_memory_bytes>("used_memory_bytes"),
+        field<&P::gpu_instance_id>("gpu_instance_id"),
+        field<&P::compute_instance_id>("compute_instance_id"),
+        field<&P::cgroup>("cgroup"),
+        field<&P::job_id>("job_id"),
+        field<&P::uid>("uid"),
+        field<&P::owner>("owner"),
+    };
+};
+
+template <>
+struct Description<Gpu> {
+    static constexpr unsigned kCounter = kMoving | kRate;
+    static constexpr auto fields = std::tuple{
+        field<&Gpu::index>("index"),
+        field<&Gpu::uuid>("uuid"),
+        field<&Gpu::pci_bus_id>("pci_bus_id"),
+        field<&Gpu::name>("name"),
+        field<&Gpu::vendor>("vendor"),
+        field<&Gpu::minor_number>("minor_number"),
+        field<&Gpu::utilization_pct>("utilization_pct", kMoving),
+        field<&Gpu::memory_used_bytes>("memory_used_bytes", kMoving),
+        field<&Gpu::memory_total_bytes>("memory_total_bytes"),
+        field<&Gpu::temperature_c>("temperature_c", kMoving),
+        field<&Gpu::power_w>("power_w", kMoving),
+        field<&Gpu::power_limit_w>("power_limit_w", kMoving),
+        field<&Gpu::sm_clock_mhz>("sm_clock_mhz", kMoving),
+        field<&Gpu::max_sm_clock_mhz>("max_sm_clock_mhz"),
+        field<&Gpu::throttle_reasons_mask>("throttle_reasons_mask", kMoving),
+        field<&Gpu::throttle_reasons>("throttle_reasons"),
+        field<&Gpu::violation_power_ns>("violation_power_ns", kCounter),
+        field<&Gpu::violation_thermal_ns>("violation_thermal_ns", kCounter),
+        field<&Gpu::ecc_uncorrected>("ecc_uncorrected", kCounter),
+        field<&Gpu::ecc_corrected>("ecc_corrected", kCounter),
+        field<&Gpu::remapped_rows_pending>("remapped_rows_pending"),
+        field<&Gpu::remapped_rows_failure>("remapped_rows_failure"),
+        field<&Gpu::energy_mj>("energy_mj", kCounter),
+        field<&Gpu::xid>("xid"),
+        // Optional parts, written only when the source filled them ("not measured" is an absent key).
+        field<&Gpu::gpm>("gpm"),
+        field<&Gpu::interconnect>("interconnect", kRate),  // NVLink / PCIe counters, rated under their keys
+        field<&Gpu::mig>("mig"),
+        field<&Gpu::processes>("processes"),
+        field<&Gpu::pcie_link>("pcie_link"),
+    };
+};
+
+template <>
+struct Description<XidEvent> {
+    using X = XidEvent;
+    static constexpr auto fields = std::tuple{
+        field<&X::code>("code"),           field<&X::pci_bus_id>("pci_bus_id"),
+        field<&X::gpu_index>("gpu_index"), field<&X::severity>("severity"),
+        field<&X::message>("message"),
+    };
+};
+
+template <>
+struct Description<JobCgroup> {
+    using C = JobCgroup;
+    static constexpr auto fields = std::tuple{
+        field<&C::version>("version"),
+        field<&C::path>("path"),
+        field<&C::scope>("scope"),
+        field<&C::job_id>("job_id"),
+        field<&C::step_id>("step_id"),
+        field<&C::memory_current_bytes>("memory_current_bytes"),
+        field<&C::memory_peak_bytes>("memory_peak_bytes"),
+        field<&C::memory_max_bytes>("memory_max_bytes"),
+        field<&C::memory_oom_events>("memory_oom_events", kRate),
+        field<&C::memory_oom_kill_events>("memory_oom_kill_events", kRate),
+        field<&C::cpu_usage_usec>("cpu_usage_usec", kRate),
+        field<&C::cpu_user_usec>("cpu_user_usec"),
+        field<&C::cpu_system_usec>("cpu_system_usec"),
+        field<&C::cpu_nr_periods>("cpu_nr_periods", kRate),
+        field<&C::cpu_nr_throttled>("cpu_nr_throttled", kRate),
+        field<&C::cpu_throttled_usec>("cpu_throttled_usec", kRate),
+        field<&C::psi>("psi", kRate, "psi_"),  // the node's psi_* rates but io_some and memory_some
+    };
+};
+
+}  // namespace fields
 
 }  // namespace stallscope

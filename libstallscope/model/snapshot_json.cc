@@ -4,10 +4,10 @@
 #include <cmath>
 #include <cstdio>
 #include <ctime>
+#include <type_traits>
 
 #include "libstallscope/model/json_fields.h"
 #include "libstallscope/model/nccl_json.h"
-#include "libstallscope/model/snapshot_json_depth.h"
 
 namespace stallscope {
 namespace {
@@ -59,194 +59,135 @@ void read_counters(const Reader& r, const char* key, CounterMap& m) {
         m.insert_or_assign(m.end(), name, counter_value(r, key, name, value));
 }
 
-Json interface_json(const NetInterface& i) {
-    Json o = json_fields::object_of(18);
-    put(o, "name", i.name);
-    put(o, "rx_bytes", or_null(i.rx_bytes));
-    put(o, "rx_packets", or_null(i.rx_packets));
-    put(o, "rx_errors", or_null(i.rx_errors));
-    put(o, "rx_dropped", or_null(i.rx_dropped));
-    put(o, "rx_fifo", or_null(i.rx_fifo));
-    put(o, "rx_frame", or_null(i.rx_frame));
-    put(o, "rx_compressed", or_null(i.rx_compressed));
-    put(o, "rx_multicast", or_null(i.rx_multicast));
-    put(o, "tx_bytes", or_null(i.tx_bytes));
-    put(o, "tx_packets", or_null(i.tx_packets));
-    put(o, "tx_errors", or_null(i.tx_errors));
-    put(o, "tx_dropped", or_null(i.tx_dropped));
-    put(o, "tx_fifo", or_null(i.tx_fifo));
-    put(o, "tx_colls", or_null(i.tx_colls));
-    put(o, "tx_carrier", or_null(i.tx_carrier));
-    put(o, "tx_compressed", or_null(i.tx_compressed));
-    put(o, "pause", counters(i.pause));
+// The tree writer and reader of a described struct (fields.h), member by member in its order: to_json's
+// key order, what snapshot_from_json reads back.
+template <fields::Described T>
+Json object_json(const T& object);
+
+template <class V>
+Json value_json(const V& v) {
+    if constexpr (std::is_same_v<V, CounterMap>)
+        return counters(v);
+    else if constexpr (fields::Described<V>)
+        return object_json(v);
+    else if constexpr (fields::is_part_list<V>) {
+        Json a = Json::array();
+        for (const auto& item : v) a.push_back(object_json(item));
+        return a;
+    } else if constexpr (fields::is_optional<V>)
+        return or_null(v);
+    else
+        return Json(v);
+}
+
+template <fields::Described T>
+Json object_json(const T& object) {
+    Json o = json_fields::object_of(fields::field_count<T>);
+    fields::for_each_field<T>([&](const auto& f) {
+        const auto& v = fields::member_of(f, object);
+        if constexpr (fields::is_optional_part<std::remove_cvref_t<decltype(v)>>) {
+            if (v) put(o, f.key, value_json(*v));
+        } else {
+            put(o, f.key, value_json(v));
+        }
+    });
     return o;
 }
 
-Json rdma_json(const RdmaPort& p) {
-    Json o = json_fields::object_of(11);
-    put(o, "device", p.device);
-    put(o, "port", p.port);
-    put(o, "state", p.state);
-    put(o, "phys_state", p.phys_state);
-    put(o, "rate_gbps", or_null(p.rate_gbps));
-    put(o, "link_layer", p.link_layer);
-    put(o, "netdev", p.netdev);
-    put(o, "rx_bytes", or_null(p.rx_bytes));
-    put(o, "tx_bytes", or_null(p.tx_bytes));
-    put(o, "counters", counters(p.counters));
-    put(o, "hw_counters", counters(p.hw_counters));
-    return o;
+// The value a member has in a default-constructed struct: what an absent or mistyped integer reads as.
+template <auto Member>
+const auto& default_value() {
+    static const auto value = typename fields::MemberOf<Member>::owner{}.*Member;
+    return value;
 }
 
-Json gpu_json(const Gpu& g) {
-    Json o = json_fields::object_of(32);
-    put(o, "index", g.index);
-    put(o, "uuid", g.uuid);
-    put(o, "pci_bus_id", g.pci_bus_id);
-    put(o, "name", g.name);
-    put(o, "vendor", g.vendor);
-    put(o, "minor_number", or_null(g.minor_number));
-    put(o, "utilization_pct", or_null(g.utilization_pct));
-    put(o, "memory_used_bytes", or_null(g.memory_used_bytes));
-    put(o, "memory_total_bytes", or_null(g.memory_total_bytes));
-    put(o, "temperature_c", or_null(g.temperature_c));
-    put(o, "power_w", or_null(g.power_w));
-    put(o, "power_limit_w", or_null(g.power_limit_w));
-    put(o, "sm_clock_mhz", or_null(g.sm_clock_mhz));
-    put(o, "max_sm_clock_mhz", or_null(g.max_sm_clock_mhz));
-    put(o, "throttle_reasons_mask", or_null(g.throttle_reasons_mask));
-    put(o, "throttle_reasons", g.throttle_reasons);
-    put(o, "violation_power_ns", or_null(g.violation_power_ns));
-    put(o, "violation_thermal_ns", or_null(g.violation_thermal_ns));
-    put(o, "ecc_uncorrected", or_null(g.ecc_uncorrected));
-    put(o, "ecc_corrected", or_null(g.ecc_corrected));
-    put(o, "remapped_rows_pending", or_null(g.remapped_rows_pending));
-    put(o, "remapped_rows_failure", or_null(g.remapped_rows_failure));
-    put(o, "energy_mj", or_null(g.energy_mj));
-    put(o, "xid", g.xid);
-    add_gpu_depth_json(g, o);
-    return o;
+template <fields::Described T>
+void read_object(const Reader& r, T& object);
+
+// `key`'s object read into `part` (a default one when absent; a non-object is a problem).
+template <fields::Described P>
+bool read_part(const Reader& r, const char* key, P& part) {
+    const Json* v = r.find(key);
+    if (!v) return false;
+    if (!v->is_object()) {
+        r.wrong_type(key, "an object");
+        return false;
+    }
+    read_object(Reader{*v, r.problems, r.where.empty() ? std::string(key) : r.where + "." + key}, part);
+    return true;
 }
 
-Json context_json(const JobContext& c) {
-    Json o = json_fields::object_of(11);
-    put(o, "scheduler", c.scheduler);
-    put(o, "job_id", c.job_id);
-    put(o, "step_id", c.step_id);
-    put(o, "job_name", c.job_name);
-    put(o, "user", c.user);
-    put(o, "nodelist", c.nodelist);
-    put(o, "node_id", c.node_id);
-    put(o, "gpus", c.gpus);
-    put(o, "visible_devices", c.visible_devices);
-    put(o, "pod", c.pod);
-    put(o, "namespace", c.namespace_name);
-    return o;
+// An optional part: absent or null leaves it empty (not measured); a list of parts reads each object.
+template <fields::Described P>
+void read_optional_part(const Reader& r, const char* key, std::optional<P>& part) {
+    part.emplace();
+    if (!read_part(r, key, *part)) part.reset();
+}
+template <fields::Described P>
+void read_optional_part(const Reader& r, const char* key, std::optional<std::vector<P>>& list) {
+    list.reset();  // reading into an element read before (the timeline reader's kept sample)
+    if (const Json* a = r.find(key); a && a->is_array())
+        list = r.objects<P>(key, [](const Reader& e) {
+            P item;
+            read_object(e, item);
+            return item;
+        });
+    else if (a)
+        r.wrong_type(key, "an array");
 }
 
-// The element readers assign every field of an existing element (re-reading one sample's port into the
-// last sample's reuses its maps and strings); the returning forms read into a fresh one.
-void read_interface(const Reader& r, NetInterface& i) {
-    i.name = r.string("name");
-    i.rx_bytes = r.u64("rx_bytes");
-    i.rx_packets = r.u64("rx_packets");
-    i.rx_errors = r.u64("rx_errors");
-    i.rx_dropped = r.u64("rx_dropped");
-    i.rx_fifo = r.u64("rx_fifo");
-    i.rx_frame = r.u64("rx_frame");
-    i.rx_compressed = r.u64("rx_compressed");
-    i.rx_multicast = r.u64("rx_multicast");
-    i.tx_bytes = r.u64("tx_bytes");
-    i.tx_packets = r.u64("tx_packets");
-    i.tx_errors = r.u64("tx_errors");
-    i.tx_dropped = r.u64("tx_dropped");
-    i.tx_fifo = r.u64("tx_fifo");
-    i.tx_colls = r.u64("tx_colls");
-    i.tx_carrier = r.u64("tx_carrier");
-    i.tx_compressed = r.u64("tx_compressed");
-    read_counters(r, "pause", i.pause);
+template <auto Member, class V>
+void read_value(const Reader& r, const char* key, V& v) {
+    if constexpr (std::is_same_v<V, Counter>) {
+        v = r.u64(key);
+    } else if constexpr (std::is_same_v<V, Gauge>) {
+        v = r.number(key);
+    } else if constexpr (std::is_same_v<V, std::string>) {
+        v = r.string(key);
+    } else if constexpr (std::is_same_v<V, std::vector<std::string>>) {
+        v = r.strings(key);
+    } else if constexpr (std::is_same_v<V, CounterMap>) {
+        read_counters(r, key, v);
+    } else if constexpr (std::is_same_v<V, int> || std::is_same_v<V, std::int64_t>) {
+        v = static_cast<V>(r.integer(key).value_or(default_value<Member>()));
+    } else if constexpr (std::is_same_v<V, std::optional<int>>) {
+        v.reset();
+        if (auto n = r.integer(key)) v = static_cast<int>(*n);
+    } else if constexpr (std::is_same_v<V, std::optional<std::uint32_t>>) {
+        v.reset();
+        if (auto n = r.u64(key); n && *n <= 0xffffffffULL) v = static_cast<std::uint32_t>(*n);
+    } else if constexpr (std::is_same_v<V, bool>) {
+        const Json* b = r.find(key);
+        v = b && b->is_boolean() ? b->get<bool>() : default_value<Member>();
+    } else if constexpr (std::is_same_v<V, std::vector<int>>) {
+        v.clear();
+        if (const Json* x = r.find(key); x && x->is_array())
+            for (const auto& item : *x)
+                if (item.is_number_integer()) v.push_back(item.get<int>());
+    } else if constexpr (fields::Described<V>) {
+        v = V{};
+        read_part(r, key, v);
+    } else if constexpr (fields::is_optional_part<V>) {
+        read_optional_part(r, key, v);
+    } else {
+        static_assert(sizeof(V) == 0, "a member type the JSON reader does not know");
+    }
 }
 
-void read_rdma(const Reader& r, RdmaPort& p) {
-    p.device = r.string("device");
-    p.port = static_cast<int>(r.integer("port").value_or(0));
-    p.state = r.string("state");
-    p.phys_state = r.string("phys_state");
-    p.rate_gbps = r.number("rate_gbps");
-    p.link_layer = r.string("link_layer");
-    p.netdev = r.string("netdev");
-    read_counters(r, "counters", p.counters);
-    read_counters(r, "hw_counters", p.hw_counters);
-    p.rx_bytes = r.u64("rx_bytes");
-    p.tx_bytes = r.u64("tx_bytes");
+// Assigns every member (reading into an element read before reuses its maps' storage).
+template <fields::Described T>
+void read_object(const Reader& r, T& object) {
+    fields::for_each_field<T>([&](const auto& f) {
+        read_value<std::remove_cvref_t<decltype(f)>::member>(r, f.key, fields::member_of(f, object));
+    });
 }
 
-void read_gpu(const Reader& r, Gpu& g) {
-    g.index = static_cast<int>(r.integer("index").value_or(-1));
-    g.uuid = r.string("uuid");
-    g.pci_bus_id = r.string("pci_bus_id");
-    g.name = r.string("name");
-    g.vendor = r.string("vendor");
-    g.minor_number.reset();
-    if (auto m = r.integer("minor_number")) g.minor_number = static_cast<int>(*m);
-    g.utilization_pct = r.number("utilization_pct");
-    g.memory_used_bytes = r.u64("memory_used_bytes");
-    g.memory_total_bytes = r.u64("memory_total_bytes");
-    g.temperature_c = r.number("temperature_c");
-    g.power_w = r.number("power_w");
-    g.power_limit_w = r.number("power_limit_w");
-    g.sm_clock_mhz = r.u64("sm_clock_mhz");
-    g.max_sm_clock_mhz = r.u64("max_sm_clock_mhz");
-    g.throttle_reasons_mask = r.u64("throttle_reasons_mask");
-    g.throttle_reasons = r.strings("throttle_reasons");
-    g.violation_power_ns = r.u64("violation_power_ns");
-    g.violation_thermal_ns = r.u64("violation_thermal_ns");
-    g.ecc_uncorrected = r.u64("ecc_uncorrected");
-    g.ecc_corrected = r.u64("ecc_corrected");
-    g.remapped_rows_pending = r.u64("remapped_rows_pending");
-    g.remapped_rows_failure = r.u64("remapped_rows_failure");
-    g.energy_mj = r.u64("energy_mj");
-    g.xid.clear();
-    if (const Json* x = r.find("xid"); x && x->is_array())
-        for (const auto& code : *x)
-            if (code.is_number_integer()) g.xid.push_back(code.get<int>());
-    read_gpu_depth(r, g);
-}
-
-template <typename T>
-T read_fresh(const Reader& r, void (*read_into)(const Reader&, T&)) {
+// A fresh element read from `r` (the element readers of read_snapshot_element read into the last one).
+template <fields::Described T>
+T read_fresh(const Reader& r) {
     T t;
-    read_into(r, t);
+    read_object(r, t);
     return t;
-}
-NetInterface read_interface(const Reader& r) {
-    return read_fresh<NetInterface>(r, read_interface);
-}
-RdmaPort read_rdma(const Reader& r) {
-    return read_fresh<RdmaPort>(r, read_rdma);
-}
-Gpu read_gpu(const Reader& r) {
-    return read_fresh<Gpu>(r, read_gpu);
-}
-
-XidEvent read_xid(const Reader& r) {
-    XidEvent e;
-    e.code = static_cast<int>(r.integer("code").value_or(0));
-    e.pci_bus_id = r.string("pci_bus_id");
-    e.gpu_index = static_cast<int>(r.integer("gpu_index").value_or(-1));
-    e.severity = r.string("severity");
-    e.message = r.string("message");
-    return e;
-}
-
-Json xid_event_json(const XidEvent& e) {
-    Json o = json_fields::object_of(5);
-    put(o, "code", e.code);
-    put(o, "pci_bus_id", e.pci_bus_id);
-    put(o, "gpu_index", e.gpu_index);
-    put(o, "severity", e.severity);
-    put(o, "message", e.message);
-    return o;
 }
 
 template <typename T, typename F>
@@ -269,35 +210,9 @@ double read_time(const Reader& r) {
 }
 
 JobContext read_context(const Reader& cr) {
-    JobContext c;
-    c.scheduler = cr.string("scheduler");
+    JobContext c = read_fresh<JobContext>(cr);
     if (c.scheduler.empty()) c.scheduler = "none";
-    c.job_id = cr.string("job_id");
-    c.step_id = cr.string("step_id");
-    c.job_name = cr.string("job_name");
-    c.user = cr.string("user");
-    c.nodelist = cr.string("nodelist");
-    c.node_id = cr.string("node_id");
-    c.gpus = cr.strings("gpus");
-    c.visible_devices = cr.strings("visible_devices");
-    c.pod = cr.string("pod");
-    c.namespace_name = cr.string("namespace");
     return c;
-}
-
-HostStats read_host_stats(const Reader& hr) {
-    HostStats hs;
-    hs.load1 = hr.number("load1");
-    hs.load5 = hr.number("load5");
-    hs.load15 = hr.number("load15");
-    hs.mem_total_bytes = hr.u64("mem_total_bytes");
-    hs.mem_available_bytes = hr.u64("mem_available_bytes");
-    hs.procs_running = hr.u64("procs_running");
-    hs.procs_blocked = hr.u64("procs_blocked");
-    hs.oom_kills = hr.u64("oom_kills");
-    if (const Json* p = hr.find("psi"); p && p->is_object())
-        hs.psi = read_psi(Reader{*p, hr.problems, "host_stats.psi"});
-    return hs;
 }
 
 // The object under `key`, or null when absent or not an object (snapshot_from_json's leniency).
@@ -309,33 +224,27 @@ const Json* object_at(const Reader& r, const char* key) {
 }  // namespace
 
 Json host_stats_to_json(const HostStats& h) {
-    Json o = json_fields::object_of(9);
-    put(o, "load1", or_null(h.load1));
-    put(o, "load5", or_null(h.load5));
-    put(o, "load15", or_null(h.load15));
-    put(o, "mem_total_bytes", or_null(h.mem_total_bytes));
-    put(o, "mem_available_bytes", or_null(h.mem_available_bytes));
-    put(o, "procs_running", or_null(h.procs_running));
-    put(o, "procs_blocked", or_null(h.procs_blocked));
-    put(o, "oom_kills", or_null(h.oom_kills));
-    put(o, "psi", psi_to_json(h.psi));
-    return o;
+    return object_json(h);
+}
+
+Json job_cgroup_to_json(const JobCgroup& c) {
+    return object_json(c);
 }
 
 Json context_to_json(const JobContext& c) {
-    return context_json(c);
+    return object_json(c);
 }
 Json interface_to_json(const NetInterface& i) {
-    return interface_json(i);
+    return object_json(i);
 }
 Json rdma_port_to_json(const RdmaPort& p) {
-    return rdma_json(p);
+    return object_json(p);
 }
 Json gpu_to_json(const Gpu& g) {
-    return gpu_json(g);
+    return object_json(g);
 }
 Json xid_events_to_json(const std::vector<XidEvent>& events) {
-    return array_of(events, xid_event_json);
+    return array_of(events, object_json<XidEvent>);
 }
 
 Json collector_failures_to_json(const std::map<std::string, std::string>& failures) {
@@ -351,11 +260,11 @@ Json to_json(const Snapshot& s) {
     put(o, "time", format_rfc3339(s.time));
     put(o, "unix_time", s.time);
     put(o, "host", s.host);
-    put(o, "context", context_json(s.context));
+    put(o, "context", object_json(s.context));
     put(o, "host_stats", host_stats_to_json(s.host_stats));
-    put(o, "interfaces", array_of(s.interfaces, interface_json));
-    put(o, "rdma", array_of(s.rdma, rdma_json));
-    put(o, "gpus", array_of(s.gpus, gpu_json));
+    put(o, "interfaces", array_of(s.interfaces, object_json<NetInterface>));
+    put(o, "rdma", array_of(s.rdma, object_json<RdmaPort>));
+    put(o, "gpus", array_of(s.gpus, object_json<Gpu>));
     put(o, "xid_events", xid_events_to_json(s.xid_events));
     if (!s.nccl.empty()) put(o, "nccl", nccl_to_json(s.nccl));
     if (s.job_cgroup) put(o, "job_cgroup", job_cgroup_to_json(*s.job_cgroup));
@@ -406,22 +315,21 @@ void read_snapshot_field(const Json& object, SnapshotField field, Snapshot& s,
             return;
         case SnapshotField::host_stats:
             if (const Json* h = object_at(r, "host_stats"))
-                s.host_stats = read_host_stats(Reader{*h, problems, "host_stats"});
+                s.host_stats = read_fresh<HostStats>(Reader{*h, problems, "host_stats"});
             else
                 s.host_stats = HostStats{};
             return;
         case SnapshotField::interfaces:
-            s.interfaces =
-                r.objects<NetInterface>("interfaces", [](const Reader& e) { return read_interface(e); });
+            s.interfaces = r.objects<NetInterface>("interfaces", read_fresh<NetInterface>);
             return;
         case SnapshotField::rdma:
-            s.rdma = r.objects<RdmaPort>("rdma", [](const Reader& e) { return read_rdma(e); });
+            s.rdma = r.objects<RdmaPort>("rdma", read_fresh<RdmaPort>);
             return;
         case SnapshotField::gpus:
-            s.gpus = r.objects<Gpu>("gpus", [](const Reader& e) { return read_gpu(e); });
+            s.gpus = r.objects<Gpu>("gpus", read_fresh<Gpu>);
             return;
         case SnapshotField::xid_events:
-            s.xid_events = r.objects<XidEvent>("xid_events", read_xid);
+            s.xid_events = r.objects<XidEvent>("xid_events", read_fresh<XidEvent>);
             return;
         case SnapshotField::nccl:
             if (const Json* n = object_at(r, "nccl"))
@@ -431,7 +339,7 @@ void read_snapshot_field(const Json& object, SnapshotField field, Snapshot& s,
             return;
         case SnapshotField::job_cgroup:
             if (const Json* c = object_at(r, "job_cgroup"))
-                s.job_cgroup = read_job_cgroup(Reader{*c, problems, "job_cgroup"});
+                s.job_cgroup = read_fresh<JobCgroup>(Reader{*c, problems, "job_cgroup"});
             else
                 s.job_cgroup.reset();
             return;
@@ -462,11 +370,11 @@ bool read_snapshot_element(const Json& object, SnapshotField field, std::size_t 
     if (size != array->size()) return false;  // a skipped element: indices do not line up
     const Reader inner{(*array)[index], problems, std::string(key) + "[" + std::to_string(index) + "]"};
     if (field == SnapshotField::interfaces)
-        read_interface(inner, s.interfaces[index]);
+        read_object(inner, s.interfaces[index]);
     else if (field == SnapshotField::rdma)
-        read_rdma(inner, s.rdma[index]);
+        read_object(inner, s.rdma[index]);
     else
-        read_gpu(inner, s.gpus[index]);
+        read_object(inner, s.gpus[index]);
     return true;
 }
 

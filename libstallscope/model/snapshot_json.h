@@ -68,6 +68,8 @@ Json host_stats_to_json(const HostStats& stats);
 Json interface_to_json(const NetInterface& interface);
 Json rdma_port_to_json(const RdmaPort& port);
 Json gpu_to_json(const Gpu& gpu);
+// Written only when the job has a cgroup ("job_cgroup" absent otherwise).
+Json job_cgroup_to_json(const JobCgroup& cgroup);
 Json xid_events_to_json(const std::vector<XidEvent>& events);
 Json collector_failures_to_json(const std::map<std::string, std::string>& failures);
 

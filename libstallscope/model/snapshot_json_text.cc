@@ -2,10 +2,10 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "libstallscope/model/json_fields.h"
 #include "libstallscope/model/nccl_json.h"
-#include "libstallscope/model/snapshot_json_text_depth.h"
 #include "libstallscope/model/snapshot_json_text_writer.h"
 
 namespace stallscope {
@@ -13,19 +13,48 @@ namespace {
 
 using json_text::TextWriter;
 
+template <fields::Described T>
+void write_object(TextWriter& w, const T& object);
+
+// A described struct's members, as object_json (snapshot_json.cc) puts them: same keys, same order, the
+// same JSON type per C++ type (TextWriter::value), optional parts only when present.
+template <fields::Described T>
+void write_members(TextWriter& w, const T& object) {
+    fields::for_each_field<T>([&](const auto& f) {
+        const auto& v = fields::member_of(f, object);
+        using V = std::remove_cvref_t<decltype(v)>;
+        if constexpr (fields::Described<V>) {
+            w.key(f.key);
+            write_object(w, v);
+        } else if constexpr (fields::is_optional_part<V>) {
+            if (!v) return;
+            w.key(f.key);
+            if constexpr (fields::Described<typename V::value_type>) {
+                write_object(w, *v);
+            } else {
+                w.open_array();
+                for (const auto& item : *v) {
+                    w.separator();
+                    write_object(w, item);
+                }
+                w.close_array();
+            }
+        } else {
+            w.member(f.key, v);
+        }
+    });
+}
+
+template <fields::Described T>
+void write_object(TextWriter& w, const T& object) {
+    w.open_object();
+    write_members(w, object);
+    w.close_object();
+}
+
 void write_context(TextWriter& w, const JobContext& c, const Json* more) {
     w.open_object();
-    w.member("scheduler", c.scheduler);
-    w.member("job_id", c.job_id);
-    w.member("step_id", c.step_id);
-    w.member("job_name", c.job_name);
-    w.member("user", c.user);
-    w.member("nodelist", c.nodelist);
-    w.member("node_id", c.node_id);
-    w.member("gpus", c.gpus);
-    w.member("visible_devices", c.visible_devices);
-    w.member("pod", c.pod);
-    w.member("namespace", c.namespace_name);
+    write_members(w, c);
     if (more && more->is_object())
         for (const auto& [name, v] : more->get_ref<const Json::object_t&>()) {
             w.data_key(name);
@@ -34,98 +63,17 @@ void write_context(TextWriter& w, const JobContext& c, const Json* more) {
     w.close_object();
 }
 
-void write_host_stats(TextWriter& w, const HostStats& h) {
-    w.open_object();
-    w.member("load1", h.load1);
-    w.member("load5", h.load5);
-    w.member("load15", h.load15);
-    w.member("mem_total_bytes", h.mem_total_bytes);
-    w.member("mem_available_bytes", h.mem_available_bytes);
-    w.member("procs_running", h.procs_running);
-    w.member("procs_blocked", h.procs_blocked);
-    w.member("oom_kills", h.oom_kills);
-    w.key("psi");
-    json_text::write_psi(w, h.psi);
-    w.close_object();
-}
-
 void write_interface(TextWriter& w, const NetInterface& i) {
-    w.open_object();
-    w.member("name", i.name);
-    w.member("rx_bytes", i.rx_bytes);
-    w.member("rx_packets", i.rx_packets);
-    w.member("rx_errors", i.rx_errors);
-    w.member("rx_dropped", i.rx_dropped);
-    w.member("rx_fifo", i.rx_fifo);
-    w.member("rx_frame", i.rx_frame);
-    w.member("rx_compressed", i.rx_compressed);
-    w.member("rx_multicast", i.rx_multicast);
-    w.member("tx_bytes", i.tx_bytes);
-    w.member("tx_packets", i.tx_packets);
-    w.member("tx_errors", i.tx_errors);
-    w.member("tx_dropped", i.tx_dropped);
-    w.member("tx_fifo", i.tx_fifo);
-    w.member("tx_colls", i.tx_colls);
-    w.member("tx_carrier", i.tx_carrier);
-    w.member("tx_compressed", i.tx_compressed);
-    w.member("pause", i.pause);
-    w.close_object();
+    write_object(w, i);
 }
-
 void write_rdma_port(TextWriter& w, const RdmaPort& p) {
-    w.open_object();
-    w.member("device", p.device);
-    w.member("port", p.port);
-    w.member("state", p.state);
-    w.member("phys_state", p.phys_state);
-    w.member("rate_gbps", p.rate_gbps);
-    w.member("link_layer", p.link_layer);
-    w.member("netdev", p.netdev);
-    w.member("rx_bytes", p.rx_bytes);
-    w.member("tx_bytes", p.tx_bytes);
-    w.member("counters", p.counters);
-    w.member("hw_counters", p.hw_counters);
-    w.close_object();
+    write_object(w, p);
 }
-
 void write_gpu(TextWriter& w, const Gpu& g) {
-    w.open_object();
-    w.member("index", g.index);
-    w.member("uuid", g.uuid);
-    w.member("pci_bus_id", g.pci_bus_id);
-    w.member("name", g.name);
-    w.member("vendor", g.vendor);
-    w.member("minor_number", g.minor_number);
-    w.member("utilization_pct", g.utilization_pct);
-    w.member("memory_used_bytes", g.memory_used_bytes);
-    w.member("memory_total_bytes", g.memory_total_bytes);
-    w.member("temperature_c", g.temperature_c);
-    w.member("power_w", g.power_w);
-    w.member("power_limit_w", g.power_limit_w);
-    w.member("sm_clock_mhz", g.sm_clock_mhz);
-    w.member("max_sm_clock_mhz", g.max_sm_clock_mhz);
-    w.member("throttle_reasons_mask", g.throttle_reasons_mask);
-    w.member("throttle_reasons", g.throttle_reasons);
-    w.member("violation_power_ns", g.violation_power_ns);
-    w.member("violation_thermal_ns", g.violation_thermal_ns);
-    w.member("ecc_uncorrected", g.ecc_uncorrected);
-    w.member("ecc_corrected", g.ecc_corrected);
-    w.member("remapped_rows_pending", g.remapped_rows_pending);
-    w.member("remapped_rows_failure", g.remapped_rows_failure);
-    w.member("energy_mj", g.energy_mj);
-    w.member("xid", g.xid);
-    json_text::write_gpu_depth_members(w, g);
-    w.close_object();
+    write_object(w, g);
 }
-
 void write_xid_event(TextWriter& w, const XidEvent& e) {
-    w.open_object();
-    w.member("code", e.code);
-    w.member("pci_bus_id", e.pci_bus_id);
-    w.member("gpu_index", e.gpu_index);
-    w.member("severity", e.severity);
-    w.member("message", e.message);
-    w.close_object();
+    write_object(w, e);
 }
 
 template <typename T>
@@ -149,7 +97,7 @@ void write_snapshot_members(TextWriter& w, const Snapshot& s, const Json* more_c
     w.key("context");
     write_context(w, s.context, more_context);
     w.key("host_stats");
-    write_host_stats(w, s.host_stats);
+    write_object(w, s.host_stats);
     w.key("interfaces");
     write_array(w, s.interfaces, write_interface);
     w.key("rdma");
@@ -161,7 +109,7 @@ void write_snapshot_members(TextWriter& w, const Snapshot& s, const Json* more_c
     if (!s.nccl.empty()) w.member("nccl", nccl_to_json(s.nccl));
     if (s.job_cgroup) {
         w.key("job_cgroup");
-        json_text::write_job_cgroup(w, *s.job_cgroup);
+        write_object(w, *s.job_cgroup);
     }
     w.key("collector_failures");
     w.open_object();

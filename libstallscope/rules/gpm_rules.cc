@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <set>
 
 #include "libstallscope/rules/cgroup_rules.h"
@@ -195,6 +196,57 @@ void gpu_link_error_rule(const RuleInput& in, Findings& out) {
     }
 }
 
+// gpu_pcie_link_degraded (fabric, SLOW): a step GPU's PCIe link runs below what the GPU supports in its
+// slot: fewer lanes than its most (at any load), or a lower generation while the GPU is busy (an idle GPU
+// lowers its generation to save power, which is no fault). Judged only on what NVML measured: a GPU
+// without link data, or without utilization for the generation, gets no finding either way.
+namespace {
+
+constexpr double kPcieLinkBusyUtilPct = 50;
+
+void gpu_pcie_link_rule(const RuleInput& in, Findings& out) {
+    // Which GPUs are the step's is asked only of a degraded link: a healthy node pays one loop a sample
+    // (replay runs this rule for every sample of a timeline).
+    std::optional<StepGpus> step;
+    std::string buf;
+    for (std::size_t i = 0; i < in.cur.gpus.size(); ++i) {
+        const Gpu& g = in.cur.gpus[i];
+        if (!g.pcie_link) continue;
+        const PcieLink& l = *g.pcie_link;
+        const bool narrow = l.width && l.max_width && *l.width > 0 && *l.width < *l.max_width;
+        const bool busy = g.utilization_pct && *g.utilization_pct >= kPcieLinkBusyUtilPct;
+        const bool slow = busy && l.generation && l.max_generation && *l.generation > 0 &&
+                          *l.generation < *l.max_generation;
+        if (!narrow && !slow) continue;
+        if (!step) step.emplace(in.cur);
+        if (!(*step)[i]) continue;
+        const auto text = [](const Counter& gen, const Counter& width) {
+            return "Gen" + (gen ? std::to_string(*gen) : std::string("?")) + " x" +
+                   (width ? std::to_string(*width) : std::string("?"));
+        };
+        Evidence ev = gpu_evidence(g);
+        for (const auto& [name, c] : {std::pair{"pcie_link_generation", l.generation},
+                                      {"pcie_link_width", l.width},
+                                      {"pcie_link_max_generation", l.max_generation},
+                                      {"pcie_link_max_width", l.max_width}})
+            if (c) ev[name] = static_cast<double>(*c);
+        // How many times the link's bandwidth would be at its most: lanes, and ~2x per generation.
+        const double lanes = narrow ? static_cast<double>(*l.max_width) / static_cast<double>(*l.width) : 1;
+        const double gens = slow ? std::ldexp(1.0, static_cast<int>(*l.max_generation - *l.generation)) : 1;
+        out.push_back(make_finding(
+            "gpu_pcie_link_degraded", "fabric", "warning", kLabelSlow, std::string(gpu_key_view(g, buf)),
+            SubjectKind::kGpu,
+            gpu_name(g) + ": PCIe link at " + text(l.generation, l.width) + " of " +
+                text(l.max_generation, l.max_width) +
+                (narrow ? " — fewer lanes than the GPU supports (riser, slot, retimer or seating)"
+                        : " while the GPU is busy — the link trained to a lower generation") +
+                "; host-GPU copies run at a fraction of their speed",
+            std::move(ev), lanes * gens, "network"));
+    }
+}
+
+}  // namespace
+
 void ForeignProcessRule::evaluate(const RuleInput& in, Findings& out) {
     const StepGpus step(in.cur);
     bool any = false;
@@ -250,6 +302,7 @@ void ForeignProcessRule::evaluate(const RuleInput& in, Findings& out) {
 void gpu_depth_rules(const RuleInput& in, Findings& out) {
     gpu_low_sm_activity_rule(in, out);
     gpu_link_error_rule(in, out);
+    gpu_pcie_link_rule(in, out);
 }
 
 }  // namespace stallscope

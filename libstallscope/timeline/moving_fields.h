@@ -1,11 +1,14 @@
 // The numbers of an interface, RDMA port or GPU that move from sample to sample, under their to_json keys
 // and in to_json's order: the v2 writer compares these leaf by leaf (snapshot_diff_parts.cc) and the v2
 // reader writes their changes straight into the Snapshot it keeps (kept_counter.cc). One table for both,
-// so what the writer treats as a moving number is what the reader can place.
+// so what the writer treats as a moving number is what the reader can place; both derived from the model's
+// one description of each struct (model/fields.h).
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <string_view>
+#include <type_traits>
 
 #include "libstallscope/model/snapshot.h"
 
@@ -21,79 +24,48 @@ struct Moving {
     CounterMap T::*map = nullptr;
 };
 
-inline constexpr Moving<NetInterface> kMovingInterface[] = {
-    {"rx_bytes", &NetInterface::rx_bytes},
-    {"rx_packets", &NetInterface::rx_packets},
-    {"rx_errors", &NetInterface::rx_errors},
-    {"rx_dropped", &NetInterface::rx_dropped},
-    {"rx_fifo", &NetInterface::rx_fifo},
-    {"rx_frame", &NetInterface::rx_frame},
-    {"rx_compressed", &NetInterface::rx_compressed},
-    {"rx_multicast", &NetInterface::rx_multicast},
-    {"tx_bytes", &NetInterface::tx_bytes},
-    {"tx_packets", &NetInterface::tx_packets},
-    {"tx_errors", &NetInterface::tx_errors},
-    {"tx_dropped", &NetInterface::tx_dropped},
-    {"tx_fifo", &NetInterface::tx_fifo},
-    {"tx_colls", &NetInterface::tx_colls},
-    {"tx_carrier", &NetInterface::tx_carrier},
-    {"tx_compressed", &NetInterface::tx_compressed},
-    {.key = "pause", .map = &NetInterface::pause},
-};
-inline constexpr Moving<RdmaPort> kMovingRdmaPort[] = {
-    {"rx_bytes", &RdmaPort::rx_bytes},
-    {"tx_bytes", &RdmaPort::tx_bytes},
-    {.key = "counters", .map = &RdmaPort::counters},
-    {.key = "hw_counters", .map = &RdmaPort::hw_counters},
-};
-inline constexpr Moving<Gpu> kMovingGpu[] = {
-    {.key = "utilization_pct", .gauge = &Gpu::utilization_pct},
-    {"memory_used_bytes", &Gpu::memory_used_bytes},
-    {.key = "temperature_c", .gauge = &Gpu::temperature_c},
-    {.key = "power_w", .gauge = &Gpu::power_w},
-    {.key = "power_limit_w", .gauge = &Gpu::power_limit_w},
-    {"sm_clock_mhz", &Gpu::sm_clock_mhz},
-    {"throttle_reasons_mask", &Gpu::throttle_reasons_mask},
-    {"violation_power_ns", &Gpu::violation_power_ns},
-    {"violation_thermal_ns", &Gpu::violation_thermal_ns},
-    {"ecc_uncorrected", &Gpu::ecc_uncorrected},
-    {"ecc_corrected", &Gpu::ecc_corrected},
-    {"energy_mj", &Gpu::energy_mj},
-};
+// The members T's description (snapshot.h) flags kMoving, in its order (to_json's). Derived, so the
+// writer's table cannot fall out of step with what to_json writes: a moving member is always written
+// (a counter, a gauge or a counter map of the element itself, never an optional part), which the
+// constant evaluation below enforces by failing to compile otherwise.
+template <typename T>
+constexpr auto moving_table() {
+    constexpr std::size_t n = [] {
+        std::size_t count = 0;
+        fields::for_each_field<T>([&](const auto& f) { count += (f.flags & fields::kMoving) != 0; });
+        return count;
+    }();
+    std::array<Moving<T>, n> table{};
+    std::size_t i = 0;
+    fields::for_each_field<T>([&](const auto& f) {
+        if (!(f.flags & fields::kMoving)) return;
+        constexpr auto member = std::remove_cvref_t<decltype(f)>::member;
+        using V = fields::member_type<member>;
+        Moving<T>& entry = table[i++];
+        entry.key = f.key;
+        if constexpr (std::is_same_v<V, Counter>)
+            entry.counter = member;
+        else if constexpr (std::is_same_v<V, Gauge>)
+            entry.gauge = member;
+        else if constexpr (std::is_same_v<V, CounterMap>)
+            entry.map = member;
+        else
+            throw "a moving field is a Counter, a Gauge or a CounterMap";  // not a constant: no build
+    });
+    return table;
+}
 
+inline constexpr auto kMovingInterface = moving_table<NetInterface>();
+inline constexpr auto kMovingRdmaPort = moving_table<RdmaPort>();
+inline constexpr auto kMovingGpu = moving_table<Gpu>();
 // The host's numbers, for the reader only (the writer compares host_stats as a tree: one small object):
-// "/host_stats/<key>" and "/host_stats/psi/<key>" pointers land on these, as read_host_stats reads them.
-inline constexpr Moving<HostStats> kMovingHost[] = {
-    {.key = "load1", .gauge = &HostStats::load1},
-    {.key = "load5", .gauge = &HostStats::load5},
-    {.key = "load15", .gauge = &HostStats::load15},
-    {"mem_total_bytes", &HostStats::mem_total_bytes},
-    {"mem_available_bytes", &HostStats::mem_available_bytes},
-    {"procs_running", &HostStats::procs_running},
-    {"procs_blocked", &HostStats::procs_blocked},
-    {"oom_kills", &HostStats::oom_kills},
-};
-inline constexpr Moving<Psi> kMovingPsi[] = {
-    {.key = "cpu_some_avg10", .gauge = &Psi::cpu_some_avg10},
-    {.key = "cpu_some_avg60", .gauge = &Psi::cpu_some_avg60},
-    {.key = "io_some_avg10", .gauge = &Psi::io_some_avg10},
-    {.key = "io_some_avg60", .gauge = &Psi::io_some_avg60},
-    {.key = "io_full_avg10", .gauge = &Psi::io_full_avg10},
-    {.key = "io_full_avg60", .gauge = &Psi::io_full_avg60},
-    {.key = "memory_some_avg10", .gauge = &Psi::memory_some_avg10},
-    {.key = "memory_some_avg60", .gauge = &Psi::memory_some_avg60},
-    {.key = "memory_full_avg10", .gauge = &Psi::memory_full_avg10},
-    {.key = "memory_full_avg60", .gauge = &Psi::memory_full_avg60},
-    {"cpu_some_total_us", &Psi::cpu_some_total_us},
-    {"io_some_total_us", &Psi::io_some_total_us},
-    {"io_full_total_us", &Psi::io_full_total_us},
-    {"memory_some_total_us", &Psi::memory_some_total_us},
-    {"memory_full_total_us", &Psi::memory_full_total_us},
-};
+// "/host_stats/<key>" and "/host_stats/psi/<key>" pointers land on these, as the reader reads them.
+inline constexpr auto kMovingHost = moving_table<HostStats>();
+inline constexpr auto kMovingPsi = moving_table<Psi>();
 
 // The entry of `table` named `key`, or null.
 template <typename T, std::size_t N>
-constexpr const Moving<T>* find_moving(const Moving<T> (&table)[N], std::string_view key) {
+constexpr const Moving<T>* find_moving(const std::array<Moving<T>, N>& table, std::string_view key) {
     for (const auto& f : table)
         if (key == f.key) return &f;
     return nullptr;

@@ -5,8 +5,8 @@
 #include <cstring>
 #include <nlohmann/detail/conversions/to_chars.hpp>
 
+#include "libstallscope/model/json_fields.h"
 #include "libstallscope/model/nccl_json.h"
-#include "libstallscope/model/snapshot_json_depth.h"
 #include "libstallscope/timeline/binary_record.h"
 
 namespace stallscope {

@@ -13,10 +13,13 @@
 //   "temperature_c", "power_usage_mw", "enforced_power_limit_mw", "sm_clock_mhz", "max_sm_clock_mhz",
 //   "clocks_event_reasons", "violation_power_ns", "violation_thermal_ns", "ecc_volatile_uncorrected",
 //   "ecc_volatile_corrected", "remapped_rows": {"correctable", "uncorrectable", "pending", "failure"},
-//   "energy_mj", "no_permission": bool, "not_supported": [query...], "errors": {query: nvmlReturn code} }]}
+//   "energy_mj", "pcie_link_generation", "pcie_link_width", "pcie_link_max_generation",
+//   "pcie_link_max_width", "no_permission": bool, "not_supported": [query...], "errors": {query: nvmlReturn
+//   code} }]}
 // A query whose key is absent answers NVML_ERROR_NOT_SUPPORTED. Query names: name uuid pci_info
 // minor_number utilization memory temperature power_usage enforced_power_limit clock_sm max_clock_sm
-// clocks_event_reasons violation_power violation_thermal ecc_uncorrected ecc_corrected remapped_rows energy.
+// clocks_event_reasons violation_power violation_thermal ecc_uncorrected ecc_corrected remapped_rows energy
+// pcie_link (all four link values).
 //
 // Depth (fake_nvml_depth.cc): "fields" {field id: value}, "processes" [{pid, used_memory_bytes,
 // gpu_instance_id, compute_instance_id}] (absent: none running), "gpm" {metric id: value} (absent: the
@@ -365,6 +368,18 @@ nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t device, unsigned l
     return get_number(device, "energy", "energy_mj", energy);
 }
 #endif
+nvmlReturn_t nvmlDeviceGetCurrPcieLinkGeneration(nvmlDevice_t device, unsigned int* currLinkGen) {
+    return get_number(device, "pcie_link", "pcie_link_generation", currLinkGen);
+}
+nvmlReturn_t nvmlDeviceGetCurrPcieLinkWidth(nvmlDevice_t device, unsigned int* currLinkWidth) {
+    return get_number(device, "pcie_link", "pcie_link_width", currLinkWidth);
+}
+nvmlReturn_t nvmlDeviceGetMaxPcieLinkGeneration(nvmlDevice_t device, unsigned int* maxLinkGen) {
+    return get_number(device, "pcie_link", "pcie_link_max_generation", maxLinkGen);
+}
+nvmlReturn_t nvmlDeviceGetMaxPcieLinkWidth(nvmlDevice_t device, unsigned int* maxLinkWidth) {
+    return get_number(device, "pcie_link", "pcie_link_max_width", maxLinkWidth);
+}
 
 // Test hook (not NVML): how many times `query` reached a device, to check that a field NVML called
 // NOT_SUPPORTED is not asked again every sample.

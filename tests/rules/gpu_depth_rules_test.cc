@@ -33,6 +33,24 @@ Gpu with_pcie_replays(Gpu g, std::uint64_t replays) {
     return g;
 }
 
+Gpu with_link(Gpu g, std::uint64_t generation, std::uint64_t width, std::uint64_t max_generation = 5,
+              std::uint64_t max_width = 16) {
+    PcieLink l;
+    l.generation = generation;
+    l.width = width;
+    l.max_generation = max_generation;
+    l.max_width = max_width;
+    g.pcie_link = l;
+    return g;
+}
+
+std::vector<Finding> link_findings(const Snapshot& s) {
+    std::vector<Finding> link;
+    for (const auto& f : run_one(gpu_depth_rules, s))
+        if (f.reason.code == "gpu_pcie_link_degraded") link.push_back(f);
+    return link;
+}
+
 JobCgroup job() {
     JobCgroup c;
     c.path = "/system.slice/slurmstepd.scope/job_7";
@@ -60,6 +78,40 @@ TEST_CASE("PCIe replays between two samples on a step GPU are a SLOW fabric reas
     CHECK(out[0].reason.subject == "GPU-1");
     CHECK(num(out[0], "pcie_replay_delta") == 4);
     CHECK(run_pair(gpu_link_error_rule, a, a).empty());  // lifetime counts alone are not judged
+}
+
+TEST_CASE("a busy GPU on 8 of its 16 PCIe lanes is a SLOW fabric reason; an idle GPU's Gen1 link is not") {
+    Snapshot s = at(100);
+    s.gpus = {with_link(gpu(0, 95), 5, 8), with_link(gpu(1, 2), 1, 16), with_link(gpu(2, 95), 5, 16)};
+    const auto link = link_findings(s);
+    REQUIRE(link.size() == 1);
+    CHECK(link[0].reason.subject == "GPU-0");
+    CHECK(link[0].reason.category == "fabric");
+    CHECK(link[0].reason.label == kLabelSlow);
+    CHECK(num(link[0], "pcie_link_width") == 8);
+    CHECK(num(link[0], "pcie_link_max_width") == 16);
+    CHECK(link[0].reason.message.find("Gen5 x8 of Gen5 x16") != std::string::npos);
+    s.context.visible_devices = {"GPU-2"};  // the degraded GPU is another step's: not this step's reason
+    CHECK(link_findings(s).empty());
+}
+
+TEST_CASE(
+    "a busy GPU whose PCIe link trained a generation low fires; what NVML did not measure claims nothing") {
+    Snapshot s = at(100);
+    s.gpus = {with_link(gpu(0, 95), 3, 16)};
+    auto link = link_findings(s);
+    REQUIRE(link.size() == 1);
+    CHECK(num(link[0], "pcie_link_generation") == 3);
+    s.gpus = {gpu(0, 95)};  // no link data at all (nvidia-smi, amdgpu, a MIG instance)
+    CHECK(link_findings(s).empty());
+    Gpu unknown_load = with_link(gpu(0, 95), 3, 16);
+    unknown_load.utilization_pct.reset();  // a low generation is judged only on a GPU known to be busy
+    s.gpus = {unknown_load};
+    CHECK(link_findings(s).empty());
+    Gpu no_width = with_link(gpu(0, 95), 5, 8);
+    no_width.pcie_link->max_width.reset();  // lanes without the most they could be: not judged
+    s.gpus = {no_width};
+    CHECK(link_findings(s).empty());
 }
 
 TEST_CASE("the job's own PSI fires job_*_pressure and silences the node-wide host pressure rule") {

@@ -5,7 +5,10 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <string>
+#include <vector>
 
+#include "libstallscope/model/rates_fields.h"
 #include "libstallscope/model/snapshot_json.h"
 #include "tests/rules/builders.h"
 
@@ -136,4 +139,50 @@ TEST_CASE("A rule's counter is found by index, and by name again once a row is e
     CHECK(hw.cell("rp_cnp_handled")->delta == 7);
     CHECK(hw.cell("out_of_buffer")->delta == 10);
     CHECK(hw.cell("np_cnp_sent") == nullptr);
+}
+
+namespace {
+
+template <class Fields>
+std::vector<std::string> names_of(const Fields& fields) {
+    std::vector<std::string> names;
+    for (const auto& f : fields) names.emplace_back(f.name);
+    return names;
+}
+
+}  // namespace
+
+// The rated counters come from the flags of each struct's description (snapshot.h): a flag lost or added
+// there changes which rows Rates carries. These are the lists that were written by hand before.
+TEST_CASE("the counters each struct's description flags as rates are the rows Rates carries, by name") {
+    using namespace rates_fields;
+    CHECK(names_of(gpu_fields()) ==
+          std::vector<std::string>{"ecc_corrected", "ecc_uncorrected", "energy_mj", "nvlink_crc_errors",
+                                   "nvlink_recovery_errors", "nvlink_replay_errors", "nvlink_rx_bytes",
+                                   "nvlink_tx_bytes", "pcie_replay_count", "pcie_rx_bytes", "pcie_tx_bytes",
+                                   "violation_power_ns", "violation_thermal_ns"});
+    CHECK(names_of(host_fields()) == std::vector<std::string>{"oom_kills", "psi_cpu_some_total_us",
+                                                              "psi_io_full_total_us", "psi_io_some_total_us",
+                                                              "psi_memory_full_total_us",
+                                                              "psi_memory_some_total_us"});
+    CHECK(names_of(cgroup_fields()) ==
+          std::vector<std::string>{"cpu_nr_periods", "cpu_nr_throttled", "cpu_throttled_usec",
+                                   "cpu_usage_usec", "memory_oom_events", "memory_oom_kill_events",
+                                   "psi_cpu_some_total_us", "psi_io_full_total_us",
+                                   "psi_memory_full_total_us"});
+    CHECK(names_of(interface_fields()) ==
+          std::vector<std::string>{"rx_bytes", "rx_compressed", "rx_dropped", "rx_errors", "rx_fifo",
+                                   "rx_frame", "rx_multicast", "rx_packets", "tx_bytes", "tx_carrier",
+                                   "tx_colls", "tx_compressed", "tx_dropped", "tx_errors", "tx_fifo",
+                                   "tx_packets"});
+    // A part's counters are read through it, and are absent (null) where the part is.
+    Gpu g;
+    const auto& energy = *std::find_if(gpu_fields().begin(), gpu_fields().end(),
+                                       [](const auto& f) { return f.name == "energy_mj"; });
+    const auto& nvlink = *std::find_if(gpu_fields().begin(), gpu_fields().end(),
+                                       [](const auto& f) { return f.name == "nvlink_tx_bytes"; });
+    CHECK(energy.get(g) == &g.energy_mj);
+    CHECK(nvlink.get(g) == nullptr);
+    g.interconnect.emplace();
+    CHECK(nvlink.get(g) == &g.interconnect->nvlink_tx_bytes);
 }

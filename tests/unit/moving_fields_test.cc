@@ -1,8 +1,8 @@
-// timeline/moving_fields.h against the model's JSON. The v2 writer's fast path for an interface, RDMA port
-// or GPU (snapshot_diff_parts.cc) uses these tables only while every key is one to_json writes; a table out
-// of step switches the path off without a word (the output stays right, the writer gets slower). These
-// tests make that drift a failure: each entry must name the member to_json writes under its key, and
-// every key to_json writes must be either a moving field or listed here as one that is not.
+// timeline/moving_fields.h against the model's JSON. The tables are derived from the same description
+// (snapshot.h) to_json writes from, so they cannot name a key to_json does not write; these tests check
+// that derivation: each entry must name the member to_json writes under its key with the JSON type the
+// timeline compares, and every key to_json writes must be either a moving field or listed here as one
+// that is not (a field added to the model gets a decision, not a default).
 #include <doctest/doctest.h>
 
 #include <set>
@@ -20,7 +20,8 @@ namespace {
 // (a counter an unsigned integer, a gauge a float, a map an object of counters); the keys are all
 // written for a default element, which is what the writer's own check asks (snapshot_diff_parts.cc).
 template <typename T, std::size_t N>
-void check_entries(const Moving<T> (&table)[N], Json (*to_json_one)(const T&)) {
+void check_entries(const std::array<Moving<T>, N>& table, Json (*to_json_one)(const T&)) {
+    REQUIRE(N > 0);
     const Json empty = to_json_one(T{});
     for (const Moving<T>& f : table) {
         CAPTURE(f.key);
@@ -41,7 +42,7 @@ void check_entries(const Moving<T> (&table)[N], Json (*to_json_one)(const T&)) {
 
 // Every key to_json writes for `element` (populated) or a default one is in `table` or in `still`.
 template <typename T, std::size_t N>
-void check_classified(const Moving<T> (&table)[N], Json (*to_json_one)(const T&), const T& element,
+void check_classified(const std::array<Moving<T>, N>& table, Json (*to_json_one)(const T&), const T& element,
                       const std::set<std::string>& still) {
     std::set<std::string> keys;
     for (const Json& json : {to_json_one(element), to_json_one(T{})})

@@ -265,7 +265,7 @@ TEST_CASE("UTF-8 text is written as dump() writes it; ill-formed UTF-8 is declin
     CHECK(append_snapshot_json(text, s));
 }
 
-TEST_CASE("a GPU's depth objects written from the structs are add_gpu_depth_json's dump()") {
+TEST_CASE("a GPU's depth objects written from the structs are gpu_to_json's dump()") {
     Snapshot s = test::full_snapshot();
     const Gpu full = gpu_with_depth();
 

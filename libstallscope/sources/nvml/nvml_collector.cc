@@ -125,6 +125,19 @@ void NvmlCollector::discover() {
         } else {
             on_error(gpu, "max_sm_clock_mhz", -1, e);
         }
+        // The most the PCIe link can run at is the board's and the slot's: read once (what it runs at now,
+        // every sample).
+        PcieLink most;
+        for (auto [to, get] : {std::pair{&most.max_generation, f.get_max_pcie_link_generation},
+                               {&most.max_width, f.get_max_pcie_link_width}}) {
+            if (!get || gpu.disabled[kPcieLink]) {
+            } else if (nvmlReturn_t e = get(gpu.handle, &value); e == NVML_SUCCESS) {
+                *to = value;
+            } else {
+                on_error(gpu, "pcie_link", kPcieLink, e);
+            }
+        }
+        if (most != PcieLink{}) id.pcie_link = most;
         discover_depth(gpu, no_gpm);
         gpus_.push_back(std::move(gpu));
     }
@@ -237,6 +250,14 @@ void NvmlCollector::sample_gpu(GpuState& gpu, Gpu& out) {
     }
     if (query(kEnergy, "energy_mj", f.get_total_energy, [&] { return f.get_total_energy(h, &count); }))
         out.energy_mj = count;
+
+    // The PCIe link's generation and width now, beside the most it can run at (discover()): a part only
+    // when NVML answered for it (a GPU it says nothing about claims nothing).
+    PcieLink link = out.pcie_link.value_or(PcieLink{});
+    for (auto [to, get] :
+         {std::pair{&link.generation, f.get_pcie_link_generation}, {&link.width, f.get_pcie_link_width}})
+        if (query(kPcieLink, "pcie_link", get, [&] { return get(h, &value); })) *to = value;
+    if (link != PcieLink{}) out.pcie_link = link;
 }
 
 }  // namespace stallscope

@@ -38,6 +38,7 @@ class NvmlCollector {
         kEccCorrected,
         kRemappedRows,
         kEnergy,
+        kPcieLink,
         kInterconnect,
         kProcesses,
         kGpm,

@@ -44,29 +44,14 @@ std::unique_ptr<NvmlLibrary> NvmlLibrary::open(const std::string& path, std::str
         resolve(h, symbol, out);
         if (!out) lib->missing_.emplace_back(symbol);
     };
-    optional("nvmlErrorString", f.error_string);
-    optional("nvmlDeviceGetName", f.get_name);
-    optional("nvmlDeviceGetUUID", f.get_uuid);
-    resolve(h, "nvmlDeviceGetPciInfo_v3", f.get_pci_info);
-    if (!f.get_pci_info) optional("nvmlDeviceGetPciInfo_v2", f.get_pci_info);
-    optional("nvmlDeviceGetMinorNumber", f.get_minor_number);
-    optional("nvmlDeviceGetUtilizationRates", f.get_utilization);
-    optional("nvmlDeviceGetMemoryInfo", f.get_memory);
-    optional("nvmlDeviceGetTemperature", f.get_temperature);
-    optional("nvmlDeviceGetPowerUsage", f.get_power_usage);
-    optional("nvmlDeviceGetEnforcedPowerLimit", f.get_enforced_power_limit);
-    optional("nvmlDeviceGetClockInfo", f.get_clock);
-    optional("nvmlDeviceGetMaxClockInfo", f.get_max_clock);
-    resolve(h, "nvmlDeviceGetCurrentClocksEventReasons", f.get_clocks_event_reasons);
-    if (!f.get_clocks_event_reasons)
-        optional("nvmlDeviceGetCurrentClocksThrottleReasons", f.get_clocks_event_reasons);
-    optional("nvmlDeviceGetViolationStatus", f.get_violation_status);
-    optional("nvmlDeviceGetTotalEccErrors", f.get_total_ecc_errors);
-    optional("nvmlDeviceGetRemappedRows", f.get_remapped_rows);
-    optional("nvmlDeviceGetTotalEnergyConsumption", f.get_total_energy);
-    optional("nvmlDeviceGetFieldValues", f.get_field_values);
-    // Only the _v3 name: _v1/_v2 fill smaller structs (the header #defines the plain name to _v3).
-    optional("nvmlDeviceGetComputeRunningProcesses_v3", f.get_compute_processes);
+    auto optional_or = [&](const char* symbol, const char* fallback, auto& out) {
+        if (!fallback) return optional(symbol, out);
+        resolve(h, symbol, out);
+        if (!out) optional(fallback, out);
+    };
+#define STALLSCOPE_NVML_RESOLVE(member, function, fallback) optional_or(#function, fallback, f.member);
+    STALLSCOPE_NVML_OPTIONAL(STALLSCOPE_NVML_RESOLVE)
+#undef STALLSCOPE_NVML_RESOLVE
     // MIG (driver >= 450) and GPM (>= 520, Hopper): their absence is a property of the driver, reported
     // by the collector as "GPM unsupported" rather than as one warning per symbol.
     resolve(h, "nvmlDeviceGetMigMode", f.get_mig_mode);

@@ -10,6 +10,39 @@
 
 namespace stallscope {
 
+// The optional entry points, one line each: X(member of NvmlFunctions, C function, fallback symbol or
+// nullptr). Each is resolved by its name (else by the fallback's, a function of the same signature) and,
+// when neither is there, named once in missing_symbols(): its fields stay null. A new NVML query is its
+// prototype in nvml_abi.h, a line here and its call in the collector.
+#define STALLSCOPE_NVML_OPTIONAL(X)                                                                   \
+    X(error_string, nvmlErrorString, nullptr)                                                         \
+    X(get_name, nvmlDeviceGetName, nullptr)                                                           \
+    X(get_uuid, nvmlDeviceGetUUID, nullptr)                                                           \
+    X(get_pci_info, nvmlDeviceGetPciInfo_v3, "nvmlDeviceGetPciInfo_v2") /* the same struct */         \
+    X(get_minor_number, nvmlDeviceGetMinorNumber, nullptr)                                            \
+    X(get_utilization, nvmlDeviceGetUtilizationRates, nullptr)                                        \
+    X(get_memory, nvmlDeviceGetMemoryInfo, nullptr)                                                   \
+    X(get_temperature, nvmlDeviceGetTemperature, nullptr)                                             \
+    X(get_power_usage, nvmlDeviceGetPowerUsage, nullptr)                                              \
+    X(get_enforced_power_limit, nvmlDeviceGetEnforcedPowerLimit, nullptr)                             \
+    X(get_clock, nvmlDeviceGetClockInfo, nullptr)                                                     \
+    X(get_max_clock, nvmlDeviceGetMaxClockInfo, nullptr)                                              \
+    /* driver >= 535; older ones have the same function under its old name */                         \
+    X(get_clocks_event_reasons, nvmlDeviceGetCurrentClocksEventReasons,                               \
+      "nvmlDeviceGetCurrentClocksThrottleReasons")                                                    \
+    X(get_violation_status, nvmlDeviceGetViolationStatus, nullptr)                                    \
+    X(get_total_ecc_errors, nvmlDeviceGetTotalEccErrors, nullptr)                                     \
+    X(get_remapped_rows, nvmlDeviceGetRemappedRows, nullptr)                                          \
+    X(get_total_energy, nvmlDeviceGetTotalEnergyConsumption, nullptr)                                 \
+    X(get_pcie_link_generation, nvmlDeviceGetCurrPcieLinkGeneration, nullptr)                         \
+    X(get_pcie_link_width, nvmlDeviceGetCurrPcieLinkWidth, nullptr)                                   \
+    X(get_max_pcie_link_generation, nvmlDeviceGetMaxPcieLinkGeneration, nullptr)                      \
+    X(get_max_pcie_link_width, nvmlDeviceGetMaxPcieLinkWidth, nullptr)                                \
+    /* NVLink / PCIe field values (issue 15) */                                                       \
+    X(get_field_values, nvmlDeviceGetFieldValues, nullptr)                                            \
+    /* only the _v3 name: _v1/_v2 fill smaller structs (the header #defines the plain name to _v3) */ \
+    X(get_compute_processes, nvmlDeviceGetComputeRunningProcesses_v3, nullptr)
+
 // Function pointers resolved once with dlsym. Required entry points are never null in a loaded
 // library; optional ones are null when this driver's library lacks the symbol.
 struct NvmlFunctions {
@@ -18,28 +51,11 @@ struct NvmlFunctions {
     decltype(&nvmlShutdown) shutdown = nullptr;
     decltype(&nvmlDeviceGetCount_v2) get_count = nullptr;
     decltype(&nvmlDeviceGetHandleByIndex_v2) get_handle_by_index = nullptr;
-    // Optional.
-    decltype(&nvmlErrorString) error_string = nullptr;
-    decltype(&nvmlDeviceGetName) get_name = nullptr;
-    decltype(&nvmlDeviceGetUUID) get_uuid = nullptr;
-    decltype(&nvmlDeviceGetPciInfo_v3) get_pci_info = nullptr;  // _v3, else _v2 (same struct)
-    decltype(&nvmlDeviceGetMinorNumber) get_minor_number = nullptr;
-    decltype(&nvmlDeviceGetUtilizationRates) get_utilization = nullptr;
-    decltype(&nvmlDeviceGetMemoryInfo) get_memory = nullptr;
-    decltype(&nvmlDeviceGetTemperature) get_temperature = nullptr;
-    decltype(&nvmlDeviceGetPowerUsage) get_power_usage = nullptr;
-    decltype(&nvmlDeviceGetEnforcedPowerLimit) get_enforced_power_limit = nullptr;
-    decltype(&nvmlDeviceGetClockInfo) get_clock = nullptr;
-    decltype(&nvmlDeviceGetMaxClockInfo) get_max_clock = nullptr;
-    // nvmlDeviceGetCurrentClocksEventReasons (driver >= 535), else ...ClocksThrottleReasons.
-    decltype(&nvmlDeviceGetCurrentClocksEventReasons) get_clocks_event_reasons = nullptr;
-    decltype(&nvmlDeviceGetViolationStatus) get_violation_status = nullptr;
-    decltype(&nvmlDeviceGetTotalEccErrors) get_total_ecc_errors = nullptr;
-    decltype(&nvmlDeviceGetRemappedRows) get_remapped_rows = nullptr;
-    decltype(&nvmlDeviceGetTotalEnergyConsumption) get_total_energy = nullptr;
-    // Depth (issue 15): NVLink/PCIe field values, processes, MIG, GPM. All optional.
-    decltype(&nvmlDeviceGetFieldValues) get_field_values = nullptr;
-    decltype(&nvmlDeviceGetComputeRunningProcesses_v3) get_compute_processes = nullptr;
+    // Optional, from the list above.
+#define STALLSCOPE_NVML_MEMBER(member, function, fallback) decltype(&function) member = nullptr;
+    STALLSCOPE_NVML_OPTIONAL(STALLSCOPE_NVML_MEMBER)
+#undef STALLSCOPE_NVML_MEMBER
+    // MIG and GPM (issue 15), resolved without a warning each: their absence is the driver's age.
     decltype(&nvmlDeviceGetMigMode) get_mig_mode = nullptr;
     decltype(&nvmlDeviceGetMaxMigDeviceCount) get_max_mig_device_count = nullptr;
     decltype(&nvmlDeviceGetMigDeviceHandleByIndex) get_mig_device_handle = nullptr;
@@ -56,7 +72,9 @@ struct NvmlFunctions {
     bool gpm_available() const {
         return gpm_query_support && gpm_sample_alloc && gpm_sample_free && gpm_sample_get && gpm_metrics_get;
     }
-    bool mig_available() const { return get_mig_mode && get_max_mig_device_count && get_mig_device_handle; }
+    bool mig_available() const {
+        return get_mig_mode && get_max_mig_device_count && get_mig_device_handle;
+    }
 };
 
 class NvmlLibrary {

@@ -4,8 +4,11 @@
 #include <doctest/doctest.h>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 
 #include "gpu_test_util.h"
+#include "libstallscope/model/snapshot_json.h"
+#include "libstallscope/model/snapshot_json_text.h"
 #include "libstallscope/sources/factories.h"
 #include "libstallscope/sources/nvml/clocks_event_reasons.h"
 #include "libstallscope/sources/nvml/nvml_collector.h"
@@ -44,6 +47,44 @@ unsigned long long fake_query_count(const char* query) {
 }
 
 }  // namespace
+
+TEST_CASE("NVML's PCIe link generation and width reach the GPU; a GPU it says nothing about gets no link") {
+    ScopedEnv env("STALLSCOPE_FAKE_NVML_FIXTURE", fixture("nvml/pcie-degraded.json"));
+    auto source = make_nvidia_source(fake_nvml_roots());
+    const Snapshot snap = sample(*source);
+    CHECK_FALSE(any_contains(snap.warnings, "pcie_link"));  // (no GPM, no field values: warned, elsewhere)
+    REQUIRE(snap.gpus.size() == 2);
+    REQUIRE(snap.gpus[0].pcie_link.has_value());
+    CHECK(snap.gpus[0].pcie_link->generation == 5u);
+    CHECK(snap.gpus[0].pcie_link->width == 8u);
+    CHECK(snap.gpus[0].pcie_link->max_generation == 5u);
+    CHECK(snap.gpus[0].pcie_link->max_width == 16u);
+    REQUIRE(snap.gpus[1].pcie_link.has_value());
+    CHECK(snap.gpus[1].pcie_link->generation == 1u);
+    CHECK(snap.gpus[1].pcie_link->max_generation == 5u);
+    // Written and read back through the model's one description: the tree, the text and the reader agree.
+    std::string text_line;
+    REQUIRE(append_snapshot_json(text_line, snap));
+    CHECK(text_line == to_json(snap).dump());
+    CHECK(text_line.find(R"("pcie_link":{"generation":5,"width":8,"max_generation":5,"max_width":16})") !=
+          std::string::npos);
+    std::vector<std::string> problems;
+    CHECK(snapshot_from_json(to_json(snap), problems) == snap);
+    CHECK(problems.empty());
+
+    // A driver that does not report the link: no part, one warning naming it, not a healthy x16.
+    gpu_test::TempDir dir;
+    std::string text = gpu_test::read_file(fixture("nvml/pcie-degraded.json"));
+    for (std::size_t at = 0; (at = text.find(R"("energy_mj")", at)) != std::string::npos; at += 40)
+        text.insert(at, R"("not_supported": ["pcie_link"], )");
+    std::ofstream(dir / "nvml.json") << text;
+    ScopedEnv env2("STALLSCOPE_FAKE_NVML_FIXTURE", dir / "nvml.json");
+    auto source2 = make_nvidia_source(fake_nvml_roots());
+    const Snapshot bare = sample(*source2);
+    REQUIRE(bare.gpus.size() == 2);
+    CHECK_FALSE(bare.gpus[0].pcie_link.has_value());
+    CHECK(any_contains(bare.warnings, "pcie_link unavailable"));
+}
 
 TEST_CASE("NVML through dlopen reports the DGX H100 fixture's 8 GPUs with exact values and units") {
     ScopedEnv env("STALLSCOPE_FAKE_NVML_FIXTURE", fixture("nodes/dgx-h100/nvml.json"));
