@@ -12,6 +12,7 @@
 // are printed (an array's other tasks are not); no other job field is printed. Strings are written as
 // strict UTF-8 JSON: an AdminComment that is not UTF-8 is an error, never a lossy copy that the plugin
 // would write back. Exit status 0 with the record, 1 with {"jobs": [], "errors": [...]}, 2 on a usage error.
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -69,8 +70,21 @@ int main(int argc, char** argv) {
     }
     slurm_init(nullptr);
     job_info_msg_t* msg = nullptr;
-    if (slurm_load_job(&msg, job_id, SHOW_ALL) != SLURM_SUCCESS || msg == nullptr) {
-        const int err = slurm_get_errno();
+#ifdef SLURM_STEP_ID_INITIALIZER
+    // 26.05 asks for one job by step id (a SLUID or a job id): its C11 _Generic that accepts a bare job id
+    // is not there for C++. Fields set one by one: the initializer macro is a C compound literal.
+    slurm_step_id_t step;
+    std::memset(&step, 0, sizeof step);
+    step.job_id = job_id;
+    step.step_het_comp = NO_VAL;
+    step.step_id = NO_VAL;
+    const int rc = slurm_load_job(&msg, step, SHOW_ALL);
+#else
+    const int rc = slurm_load_job(&msg, job_id, SHOW_ALL);
+#endif
+    if (rc != SLURM_SUCCESS || msg == nullptr) {
+        // libslurm leaves its error in errno (slurm_get_errno() is gone from 24.11's headers).
+        const int err = errno;
         slurm_fini();
         return fail(std::string("slurm_load_job: ") + slurm_strerror(err), err);
     }
