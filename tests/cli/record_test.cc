@@ -51,6 +51,17 @@ std::vector<Json> timeline_lines(const std::string& path) {
     return lines;
 }
 
+// Whether `dir` holds a file named prefix*, without a process (polled every 50 ms).
+bool has_file_starting(const std::string& dir, const std::string& prefix) {
+    DIR* d = ::opendir(dir.c_str());
+    if (!d) return false;
+    bool found = false;
+    while (const dirent* e = ::readdir(d))
+        if (std::string_view(e->d_name).starts_with(prefix)) found = true;
+    ::closedir(d);
+    return found;
+}
+
 std::string only_file(const std::string& dir, const std::string& prefix) {
     const auto r = run_process({"/bin/ls", dir});
     std::istringstream in(r.out);
@@ -111,7 +122,10 @@ TEST_CASE("SIGTERM stops the helper within a second, with the verdict written an
         job_env("roce"), pipe_fds[1]);
     sigprocmask(SIG_SETMASK, &old, nullptr);
     ::close(pipe_fds[1]);
-    ::sleep(2);  // a few dense start-up samples
+    // Two of the 1 s start-up samples, counted from the timeline's creation (written just before the
+    // first sample), not from the exec: a loaded CI machine took over 1 s to start the ASan binary.
+    for (int i = 0; i < 200 && !has_file_starting(out, "timeline.0."); ++i) ::usleep(50'000);
+    ::usleep(1'600'000);
     ::kill(pid, SIGTERM);
     const auto stopped_at = std::chrono::steady_clock::now();
     std::string segment;
