@@ -8,10 +8,11 @@ every wake-up; any byte read -> one dump to <TORCH_NCCL_DEBUG_INFO_TEMP_FILE><gl
 written is the fixture's file for this rank (fixtures/hang/fr/<scenario>/nccl_trace_rank_<rank>), laid
 out as PyTorch's documented format (fixtures/hang/make_fr_dumps.py).
 
-The main thread "hangs" for SECONDS: a rank waiting inside a collective blocks in a futex (an Event
-wait); the rank named by --behind is still in its own work (a sleep: another wchan, as a rank stuck in
-data loading or compute before the collective would be). It measures what stallscope must never do to
-it: any signal received, and how late its 0.1 s wake-ups came (a stopped or starved process wakes late).
+The main thread "hangs" for SECONDS in one blocking call: a rank waiting inside a collective blocks in a
+futex (an Event wait); the rank named by --behind is still in its own work (a sleep: another wchan, as a
+rank stuck in data loading or compute before the collective would be). It measures what stallscope must
+never do to it: any signal received, and how late a ticker thread's 0.1 s wake-ups came (a stopped or
+starved process wakes late).
 
   fake_torch_rank.py FIXTURE_DIR SECONDS [--behind RANK]
 Prints one line "rank R on HOST: dumps D, signals [...], max wake lateness L s"; exit 0 (2 on bad usage).
@@ -64,19 +65,28 @@ def main():
 
         threading.Thread(target=monitor, daemon=True).start()
 
-    lateness = 0.0
+    # The main thread blocks once for the whole hang (a rank that wakes now and then can be caught
+    # runnable by the /proc sweep and look like the odd one out); a ticker thread measures how late its
+    # 0.1 s wake-ups come, which a stopped or starved process would show.
+    lateness = [0.0]
+
+    def ticker():
+        while not stop.is_set():
+            planned = time.monotonic() + 0.1
+            time.sleep(0.1)
+            lateness[0] = max(lateness[0], time.monotonic() - planned)
+
+    threading.Thread(target=ticker, daemon=True).start()
     end = time.monotonic() + args.seconds
     waiting = threading.Event()
-    while time.monotonic() < end:
-        planned = time.monotonic() + 0.1
+    while time.monotonic() < end:  # a signal handler may end a wait early: wait again for the rest
         if rank == args.behind:
-            time.sleep(0.1)
+            time.sleep(max(0.0, end - time.monotonic()))
         else:
-            waiting.wait(0.1)
-        lateness = max(lateness, time.monotonic() - planned)
+            waiting.wait(max(0.0, end - time.monotonic()))
     stop.set()
     print("rank %d on %s: dumps %d, signals %s, max wake lateness %.2f s"
-          % (rank, socket.gethostname(), dumps[0], signals, lateness), flush=True)
+          % (rank, socket.gethostname(), dumps[0], signals, lateness[0]), flush=True)
     return 0
 
 
