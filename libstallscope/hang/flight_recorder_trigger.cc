@@ -13,6 +13,8 @@
 #include <ctime>
 #include <thread>
 
+#include "libstallscope/hang/environ_block.h"
+
 namespace stallscope {
 namespace {
 
@@ -65,20 +67,15 @@ double thread_cpu_seconds() {
 FlightRecorderPaths flight_recorder_paths_from_environ(std::string_view block) {
     FlightRecorderPaths p;
     std::string fr_dump, nccl_dump, xccl_pipe;
-    while (!block.empty()) {
-        const std::size_t end = std::min(block.find('\0'), block.size());
-        const std::string_view entry = block.substr(0, end);
-        block.remove_prefix(end == block.size() ? end : end + 1);
-        const std::size_t eq = entry.find('=');
-        if (eq == std::string_view::npos || eq + 1 + 4096 < entry.size()) continue;
-        const std::string_view name = entry.substr(0, eq), value = entry.substr(eq + 1);
+    for_each_environ_entry(block, [&](std::string_view name, std::string_view value) {
+        if (value.size() > 4096) return;
         if (name == "TORCH_NCCL_DEBUG_INFO_PIPE_FILE") p.pipe_prefix = value;
         if (name == "TORCH_FR_DEBUG_INFO_PIPE_FILE") xccl_pipe = value;
         if (name == "TORCH_FR_DUMP_TEMP_FILE") fr_dump = value;
         if (name == "TORCH_NCCL_DEBUG_INFO_TEMP_FILE") nccl_dump = value;
         if ((name == "TORCH_FR_BUFFER_SIZE" || name == "TORCH_NCCL_TRACE_BUFFER_SIZE") && value == "0")
             p.buffer_off = true;
-    }
+    });
     if (p.pipe_prefix.empty()) p.pipe_prefix = xccl_pipe;
     // TORCH_FR_DUMP_TEMP_FILE is read first where both exist (getCvarString's order in 2.8+).
     p.dump_prefix = !fr_dump.empty() ? fr_dump : nccl_dump;

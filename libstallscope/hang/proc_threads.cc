@@ -10,6 +10,7 @@
 #include <chrono>
 #include <thread>
 
+#include "libstallscope/hang/environ_block.h"
 #include "libstallscope/model/json_fields.h"
 #include "libstallscope/util/counter_file.h"
 
@@ -104,13 +105,7 @@ RankIdentity rank_from_environ(std::string_view block) {
     static constexpr std::string_view kRankVars[] = {"RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK",
                                                      "PMI_RANK"};
     static constexpr std::string_view kLocalVars[] = {"LOCAL_RANK", "SLURM_LOCALID"};
-    while (!block.empty()) {
-        const std::size_t end = std::min(block.find('\0'), block.size());
-        const std::string_view entry = block.substr(0, end);
-        block.remove_prefix(end == block.size() ? end : end + 1);
-        const std::size_t eq = entry.find('=');
-        if (eq == std::string_view::npos) continue;
-        const std::string_view name = entry.substr(0, eq), value = entry.substr(eq + 1);
+    for_each_environ_entry(block, [&](std::string_view name, std::string_view value) {
         for (int k = 0; k < 4; ++k)
             if (name == kRankVars[k] && k < rank_priority)
                 if (auto v = to_small_int(value)) {
@@ -124,7 +119,7 @@ RankIdentity rank_from_environ(std::string_view block) {
                     id.local_rank = *v;
                     local_priority = k;
                 }
-    }
+    });
     return id;
 }
 
@@ -172,7 +167,6 @@ std::vector<pid_t> pids_of_job_by_environ(const std::string& proc_root, uid_t ui
                                           std::size_t max_entries) {
     std::vector<pid_t> all, on_host;
     if (job_id.empty()) return all;
-    const std::string wanted_job = "SLURM_JOB_ID=" + std::string(job_id);
     auto short_name = [](std::string_view name) { return name.substr(0, name.find('.')); };
     const std::string_view host_short = short_name(host);
     DIR* d = ::opendir(proc_root.c_str());
@@ -188,16 +182,10 @@ std::vector<pid_t> pids_of_job_by_environ(const std::string& proc_root, uid_t ui
         const auto env = read_text_file(proc_root + "/" + e->d_name + "/environ", error, 256 * 1024);
         if (!env) continue;  // gone, or not ours to read
         bool job = false, here = false;
-        std::string_view rest = *env;
-        while (!rest.empty()) {
-            const std::size_t end = rest.find('\0');
-            const std::string_view entry = rest.substr(0, end);
-            job = job || entry == wanted_job;
-            if (entry.starts_with("SLURMD_NODENAME="))
-                here = !host_short.empty() && short_name(entry.substr(16)) == host_short;
-            if (end == std::string_view::npos) break;
-            rest.remove_prefix(end + 1);
-        }
+        for_each_environ_entry(*env, [&](std::string_view name, std::string_view value) {
+            if (name == "SLURM_JOB_ID") job = job || value == job_id;
+            if (name == "SLURMD_NODENAME") here = !host_short.empty() && short_name(value) == host_short;
+        });
         if (!job) continue;
         all.push_back(static_cast<pid_t>(*pid));
         if (here) on_host.push_back(static_cast<pid_t>(*pid));
