@@ -77,14 +77,16 @@ fi
 
 # The Debian package (dpkg-buildpackage: its own optimized build of the library, helper and plugin, then
 # lintian) took ~7 minutes run on its own; it too runs beside the cluster tests, from the source tree (it
-# needs no build dir), and is reported after them.
+# needs no build dir), and is reported after them. Then the RPM from the same tree, at -O0 here (why: in
+# package_test.sh).
 package_log=$(mktemp)
-STALLSCOPE_PACKAGE_UNITY=1 tests/integration/package_test.sh "$PWD" "$PWD/build/tests/integration/package" \
-  >"$package_log" 2>&1 &
+STALLSCOPE_PACKAGE_UNITY=1 STALLSCOPE_PACKAGE_RPM_QUICK=1 \
+  tests/integration/package_test.sh "$PWD" "$PWD/build/tests/integration/package" >"$package_log" 2>&1 &
 package_pid=$!
 
-step "real daemons (node_exporter, Alertmanager, promtool), the real Slurm clusters (1 node; 3 nodes in network namespaces), the HTML views in headless chromium, the GPU node kit against the fake NVML and its bundle in a clean Debian 12 root"
-run_meson_tests -C build --suite daemons --suite cluster --suite browser --suite gpu-kit --suite bundle --print-errorlogs
+step "real daemons (node_exporter, Alertmanager, promtool), the real Slurm clusters (1 node; 3 nodes in network namespaces), the HTML views in headless chromium, the GPU node kit against the fake NVML and its bundle in a clean Debian 12 root, the plugin against Slurm 24.11's and 26.05's headers"
+run_meson_tests -C build --suite daemons --suite cluster --suite browser --suite gpu-kit --suite bundle \
+  --suite slurm-headers --print-errorlogs
 
 step "the Debian package: dpkg-buildpackage, lintian, the unpacked .deb run (beside the cluster tests)"
 wait "$package_pid"

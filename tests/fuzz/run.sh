@@ -25,8 +25,12 @@ build="${BUILD_DIR:-$repo/build-fuzz}"
 jobs="${JOBS:-$(nproc)}"
 start=$(date +%s)
 
+# A unity build of the instrumented library (6 files per compiler run, as the sanitizer build of the unit
+# tests): its files each include nlohmann/json and simdjson, whose inline code is then instrumented once
+# per 6 files; the targets are one file each either way.
 if [[ ! -f "$build/build.ninja" ]]; then
-    CXX="${CXX:-clang++}" meson setup "$build" "$repo" -Dfuzz=true --buildtype=plain >/dev/null
+    CXX="${CXX:-clang++}" meson setup "$build" "$repo" -Dfuzz=true --buildtype=plain -Dunity=on -Dunity_size=6 \
+        >/dev/null
 fi
 # ninja prints compile and link errors on stdout: keep them, and show them when the build fails.
 ninja -C "$build" -j"$jobs" fuzz >"$build/fuzz-build.log" || { tail -40 "$build/fuzz-build.log"; exit 1; }
