@@ -32,6 +32,7 @@
 #include "libstallscope/timeline/job_comment.h"
 #include "libstallscope/timeline/timeline.h"
 #include "libstallscope/util/atomic_file.h"
+#include "libstallscope/util/monotonic_clock.h"
 #include "libstallscope/util/parse_number.h"
 
 namespace stallscope::cli {

@@ -8,9 +8,9 @@
 #include <set>
 
 #include "helper/job_files.h"
-#include "helper/stop_signal.h"
 #include "libstallscope/model/profile.h"
 #include "libstallscope/util/atomic_file.h"
+#include "libstallscope/util/monotonic_clock.h"
 
 namespace stallscope::cli {
 
