@@ -33,9 +33,10 @@
 #include <vector>
 
 #include "bench/bench_util.h"
-#include "helper/job_finish.h"
-#include "helper/job_report.h"
-#include "helper/node_stats.h"
+#include "helper/job_report_text.h"
+#include "libstallscope/job/job_finish.h"
+#include "libstallscope/job/job_report.h"
+#include "libstallscope/job/node_stats.h"
 #include "libstallscope/rules/profiler.h"
 #include "libstallscope/sources/sampler.h"
 #include "libstallscope/timeline/documents.h"
@@ -173,7 +174,7 @@ int main(int argc, char** argv) {
         std::ofstream out(master, std::ios::binary);
         const Thresholds thresholds;
         Profiler profiler(thresholds);
-        cli::NodeStatsAccumulator stats;
+        NodeStatsAccumulator stats;
         const Json header = timeline_header(base, 1.0, thresholds_as_pairs(thresholds));
         header_line = dump_line(header);
         out << header_line;
@@ -251,14 +252,14 @@ int main(int argc, char** argv) {
     // ---- merge: what the job's writer does once per job, in process (first: the figures below fork) ----
     const double rss_before = peak_rss_mib();
     const double merge_start = monotonic_now();
-    const std::vector<std::string> missing = cli::wait_for_verdicts(job, 0);
-    cli::JobReportOptions ended;
+    const std::vector<std::string> missing = wait_for_verdicts(job, 0);
+    JobReportOptions ended;
     ended.job_ended = true;
-    const cli::JobReport report = cli::build_job_report({job}, ended);
+    const JobReport report = build_job_report({job}, ended);
     std::string error;
-    const bool wrote = cli::write_job_summary(job, report, error);
+    const bool wrote = write_job_summary(job, report, cli::job_summary_text, error);
     const std::string segment =
-        compose_job_comment_segment(cli::job_comment_facts(report, missing, job + "/summary.json"));
+        compose_job_comment_segment(job_comment_facts(report, missing, job + "/summary.json"));
     const double merge_s = monotonic_now() - merge_start;
     const double rss_after = peak_rss_mib();
     std::printf(
@@ -323,7 +324,7 @@ int main(int argc, char** argv) {
     std::vector<std::string> timelines;
     for (int i = 1; i <= baseline_nodes; ++i) timelines.push_back(job + "/timeline.0." + host(i) + ".jsonl");
     const double base_start = monotonic_now();
-    const cli::JobReport replayed = cli::build_job_report(timelines);
+    const JobReport replayed = build_job_report(timelines);
     const double base_s = monotonic_now() - base_start;
     const double scaled = base_s * nodes / baseline_nodes;
     std::printf(

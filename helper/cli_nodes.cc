@@ -6,10 +6,10 @@
 #include <regex>
 
 #include "helper/cli_args.h"
-#include "helper/job_report.h"  // printable()
 #include "helper/node_ranking.h"
 #include "helper/sacct_command.h"
 #include "helper/subcommands.h"
+#include "libstallscope/job/job_report.h"  // printable()
 #include "libstallscope/model/snapshot_json.h"
 #include "libstallscope/util/parse_number.h"
 

@@ -16,8 +16,7 @@
 #include <set>
 
 #include "helper/cli_args.h"
-#include "helper/job_finish.h"
-#include "helper/node_stats.h"
+#include "helper/job_report_text.h"
 #include "helper/output_dir.h"
 #include "helper/output_fallback.h"
 #include "helper/output_sinks.h"
@@ -26,12 +25,15 @@
 #include "helper/stop_signal.h"
 #include "helper/subcommands.h"
 #include "helper/thresholds_option.h"
+#include "libstallscope/job/job_finish.h"
+#include "libstallscope/job/node_stats.h"
 #include "libstallscope/rules/profiler.h"
 #include "libstallscope/sources/sampler.h"
 #include "libstallscope/timeline/documents.h"
 #include "libstallscope/timeline/job_comment.h"
 #include "libstallscope/timeline/timeline.h"
 #include "libstallscope/util/atomic_file.h"
+#include "libstallscope/util/monotonic_clock.h"
 #include "libstallscope/util/parse_number.h"
 
 namespace stallscope::cli {
@@ -279,7 +281,7 @@ int run_record(int argc, char** argv, int first) {
     write_segment(liveness_fd, segment);
     if (job_writer) {
         // Merge the shared job dir (where the other nodes write), not a private fallback of ours.
-        JobFinish job = finish_job(out.path, merge_wait, allocated_gpus);
+        JobFinish job = finish_job(out.path, merge_wait, allocated_gpus, job_summary_text);
         for (const auto& w : job.warnings) std::fprintf(stderr, "stallscope: %s\n", w.c_str());
         if (!job.segment.empty()) write_segment(liveness_fd, job.segment);
     }

@@ -17,11 +17,11 @@
 
 #include "helper/cli_args.h"
 #include "helper/progress_bar.h"
-#include "helper/replay_timeline.h"
 #include "helper/subcommands.h"
 #include "helper/text_output.h"
 #include "helper/thresholds_option.h"
 #include "helper/verdict_difference.h"
+#include "libstallscope/job/replay_timeline.h"
 #include "libstallscope/timeline/timeline_export.h"
 #include "libstallscope/util/parse_number.h"
 #include "libstallscope/util/printable.h"

@@ -7,12 +7,13 @@
 
 #include "helper/cli_args.h"
 #include "helper/html_report.h"
-#include "helper/job_finish.h"
 #include "helper/job_lookup.h"
-#include "helper/job_report.h"
+#include "helper/job_report_text.h"
 #include "helper/progress_bar.h"
 #include "helper/subcommands.h"
 #include "helper/thresholds_option.h"
+#include "libstallscope/job/job_finish.h"
+#include "libstallscope/job/job_report.h"
 #include "libstallscope/util/atomic_file.h"
 #include "libstallscope/util/parse_number.h"
 
@@ -122,7 +123,7 @@ int run_summarize(int argc, char** argv, int first) {
         return 0;  // nothing recorded (e.g. the step was too short to start): not an error for the epilog
     }
     std::string error;
-    if (!write_job_summary(dir, report, error)) {
+    if (!write_job_summary(dir, report, job_summary_text, error)) {
         std::fprintf(stderr, "stallscope: summarize: %s\n", printable(error).c_str());
         return 1;
     }

@@ -24,6 +24,7 @@
 #include "libstallscope/sources/nccl/nccl_tests.h"
 #include "libstallscope/sources/sampler.h"
 #include "libstallscope/util/counter_file.h"
+#include "libstallscope/util/monotonic_clock.h"
 #include "libstallscope/util/parse_number.h"
 #include "libstallscope/util/printable.h"
 #include "libstallscope/util/roots.h"

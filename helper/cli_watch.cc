@@ -13,10 +13,10 @@
 
 #include "helper/cli_args.h"
 #include "helper/job_lookup.h"
-#include "helper/job_report.h"
 #include "helper/stop_signal.h"
 #include "helper/subcommands.h"
 #include "helper/watch_view.h"
+#include "libstallscope/job/job_report.h"
 
 namespace stallscope::cli {
 namespace {

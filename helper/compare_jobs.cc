@@ -84,7 +84,9 @@ std::vector<MetricDelta> metric_table() {
             metric("io_pressure_pct", "I/O pressure (PSI some)", "%", +1)};
 }
 
-std::set<std::string> reason_codes(const JobReport& r) {
+// The merged verdict's reason codes, info left out. Not watch_view.h's reason_codes (every node's): a
+// unity build can put both files in one translation unit.
+std::set<std::string> verdict_reason_codes(const JobReport& r) {
     std::set<std::string> out;
     for (const auto& s : r.verdict.reasons)
         if (s.reason.severity != "info") out.insert(s.reason.code);
@@ -236,7 +238,7 @@ Comparison compare_jobs(JobSide a, JobSide b) {
         c.metrics[i].a = va[i].first, c.metrics[i].a_measured = va[i].second;
         c.metrics[i].b = vb[i].first, c.metrics[i].b_measured = vb[i].second;
     }
-    const auto ra = reason_codes(c.a.report), rb = reason_codes(c.b.report);
+    const auto ra = verdict_reason_codes(c.a.report), rb = verdict_reason_codes(c.b.report);
     for (const auto& code : ra) (rb.count(code) ? c.reasons_both : c.reasons_only_a).push_back(code);
     for (const auto& code : rb)
         if (!ra.count(code)) c.reasons_only_b.push_back(code);

@@ -10,7 +10,7 @@
 
 #include "helper/compare_speed.h"
 #include "helper/html_report_series.h"
-#include "helper/job_report.h"
+#include "libstallscope/job/job_report.h"
 
 namespace stallscope::cli {
 

@@ -11,7 +11,7 @@
 #include <string>
 
 #include "helper/html_report_series.h"
-#include "helper/job_report.h"
+#include "libstallscope/job/job_report.h"
 
 namespace stallscope::cli {
 

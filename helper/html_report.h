@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "helper/html_report_series.h"
-#include "helper/job_report.h"
+#include "libstallscope/job/job_report.h"
 
 namespace stallscope::cli {
 

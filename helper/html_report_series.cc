@@ -8,7 +8,8 @@
 #include <map>
 #include <optional>
 
-#include "helper/parallel_each.h"
+#include "libstallscope/job/parallel_each.h"
+#include "libstallscope/job/replay_timeline.h"
 #include "libstallscope/model/rates.h"
 
 namespace stallscope::cli {

@@ -1,14 +1,15 @@
-// The text rendering of a JobReport (part of job_report.h): what `report` prints and summary.txt holds.
+// The text rendering of a JobReport (job_report_text.h): what `report` prints and summary.txt holds.
 // The default view fits a screen at any job size: identical reasons on many nodes are one line, the
 // per-node GPU utilization is a distribution, only the worst nodes get rows, and every straggler and
 // every node missing a verdict is named in a compressed host list. --node HOST and --all give detail.
+#include "helper/job_report_text.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
 #include <tuple>
 
-#include "helper/job_report.h"
 #include "helper/text_output.h"
 
 namespace stallscope::cli {
@@ -329,55 +330,6 @@ std::string node_detail(const JobReport& r, const std::string& host) {
 }
 
 }  // namespace
-
-std::string compress_host_list(std::vector<std::string> hosts) {
-    struct Name {
-        std::string prefix, digits;
-    };
-    std::vector<Name> names;
-    for (const auto& h : hosts) {
-        std::size_t d = h.size();
-        while (d > 0 && h[d - 1] >= '0' && h[d - 1] <= '9') --d;
-        names.push_back({h.substr(0, d), h.substr(d)});
-    }
-    std::sort(names.begin(), names.end(), [](const Name& a, const Name& b) {
-        return std::forward_as_tuple(a.prefix, a.digits.size(), a.digits) <
-               std::forward_as_tuple(b.prefix, b.digits.size(), b.digits);
-    });
-    names.erase(std::unique(names.begin(), names.end(),
-                            [](const Name& a, const Name& b) {
-                                return a.prefix == b.prefix && a.digits == b.digits;
-                            }),
-                names.end());
-    std::string out;
-    for (std::size_t i = 0; i < names.size();) {
-        std::size_t j = i;
-        while (j < names.size() && names[j].prefix == names[i].prefix && !names[i].digits.empty() &&
-               !names[j].digits.empty())
-            ++j;
-        if (!out.empty()) out += ",";
-        if (j <= i + 1) {  // no number, or the only one with this prefix
-            out += names[i].prefix + names[i].digits;
-            i = std::max(j, i + 1);
-            continue;
-        }
-        // Runs of consecutive numbers of the same width: 01-03; widths never mix inside a run.
-        std::string ranges;
-        for (std::size_t k = i; k < j;) {
-            std::size_t end = k;
-            while (end + 1 < j && names[end + 1].digits.size() == names[k].digits.size() &&
-                   names[end + 1].digits.size() < 19 &&
-                   std::stoull(names[end + 1].digits) == std::stoull(names[end].digits) + 1)
-                ++end;
-            if (!ranges.empty()) ranges += ",";
-            ranges += names[k].digits + (end > k ? "-" + names[end].digits : "");
-            k = end + 1;
-        }
-        out += names[i].prefix + "[" + ranges + "]";
-        i = j;
-    }
-    return out;
-}
 
 std::string job_report_text(const JobReport& r, const ReportView& view) {
     if (!view.node.empty()) return node_detail(r, view.node);

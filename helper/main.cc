@@ -11,7 +11,6 @@
 #include <string>
 
 #include "helper/cli_args.h"
-#include "helper/replay_timeline.h"
 #include "helper/subcommands.h"
 #include "libstallscope/util/printable.h"
 #include "stallscope_config.h"

@@ -34,12 +34,6 @@ bool stop_requested() {
     return g_stop != 0;
 }
 
-double monotonic_now() {
-    timespec ts{};
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
-}
-
 void sleep_until(double deadline) {
     timespec ts{};
     ts.tv_sec = static_cast<time_t>(std::floor(deadline));

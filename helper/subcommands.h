@@ -15,5 +15,7 @@ int run_nodes(int argc, char** argv, int first);      // stallscope nodes (which
 // stallscope nvml-capture: this node's NVML answers as a fake-NVML fixture
 int run_nvml_capture(int argc, char** argv, int first);
 int run_watch(int argc, char** argv, int first);  // stallscope watch JOBID|DIR (a running job, live)
+// stallscope export TIMELINE: the timeline as v1 JSON lines on stdout (timeline/timeline_export.h)
+int run_export(int argc, char** argv, int first);
 
 }  // namespace stallscope::cli

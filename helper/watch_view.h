@@ -6,8 +6,8 @@
 #include <set>
 #include <string>
 
-#include "helper/job_report.h"
 #include "libstallscope/hang/hang_merge.h"
+#include "libstallscope/job/job_report.h"
 
 namespace stallscope::cli {
 

@@ -2,7 +2,8 @@
 //   stallscope/1 SLOW conf=0.80 top=fabric_congestion:mlx5_0/1 gpus=8 dur=3600 node=gpu07
 //   file=/p/verdict.0.gpu07.json
 // Versioned and self-identifying so it can share AdminComment with other tools (jobstats' JS1:...).
-// The job's writer (helper/job_finish.h) writes the merged job segment instead, with optional keys:
+// The job's writer (libstallscope/job/job_finish.h) writes the merged job segment instead, with optional
+// keys:
 //   stallscope/1 FAIL_RISK conf=0.90 top=rdma_port_down:n2:mlx5_0/1 nodes=3 missing=n3 stragglers=n1
 //   gpus=16/24 dur=120 node=n2 file=/p/summary.json hang=culprit:rank2@n2/gpu0
 // hang= (only when a node kept hang evidence) comes last, so a reader that stops at a key it does not know

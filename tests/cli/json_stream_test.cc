@@ -5,11 +5,10 @@
 
 #include <string>
 
-#include "helper/json_bounds.h"
-#include "helper/json_stream.h"
+#include "libstallscope/job/json_bounds.h"
+#include "libstallscope/job/json_stream.h"
 
 using namespace stallscope;
-using namespace stallscope::cli;
 
 namespace {
 

@@ -1,11 +1,10 @@
 // NodeStatsAccumulator (what the helper feeds per sample) and the verdict file's node_stats object.
 #include <doctest/doctest.h>
 
-#include "helper/node_stats.h"
+#include "libstallscope/job/node_stats.h"
 #include "libstallscope/timeline/documents.h"
 
 using namespace stallscope;
-using namespace stallscope::cli;
 
 namespace {
 

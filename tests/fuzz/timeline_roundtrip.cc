@@ -32,7 +32,7 @@ std::string dump(const StepVerdict& v) {
     return to_json(v).dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
-// What was read, and the verdict replay reaches on it (as helper/replay_timeline.cc profiles).
+// What was read, and the verdict replay reaches on it (as libstallscope/job/replay_timeline.cc profiles).
 struct Collect final : TimelineVisitor {
     std::vector<std::string> samples;
     Profiler replay{Thresholds{}};

@@ -7,12 +7,11 @@
 
 #include <fstream>
 
-#include "helper/verdict_file.h"
+#include "libstallscope/job/verdict_file.h"
 #include "libstallscope/timeline/documents.h"
 #include "tests/fuzz/fuzz_input.h"
 
 using namespace stallscope;
-using namespace stallscope::cli;
 
 namespace {
 

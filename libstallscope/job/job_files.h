@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace stallscope::cli {
+namespace stallscope {
 
 // The most entries a listing of a job directory reads (find_recordings, hosts_without_verdict).
 inline constexpr std::size_t kMaxDirectoryEntries = 1u << 20;
@@ -31,4 +31,4 @@ std::map<std::string, RecordingFiles> find_recordings(const std::vector<std::str
 
 std::string base_name(const std::string& path);
 
-}  // namespace stallscope::cli
+}  // namespace stallscope

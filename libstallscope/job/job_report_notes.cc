@@ -1,12 +1,16 @@
 // Plain-language notes of a job report (part of job_report.h). A finding shared by many GPUs or ports
 // becomes one line with a count and the worst instance, so a 1 000-node job gets a few notes, not 1 000.
+// And compress_host_list, which the notes, the text view and `watch` all name hosts with.
 #include <algorithm>
 #include <cstdio>
 #include <set>
+#include <string>
+#include <tuple>
+#include <vector>
 
-#include "helper/job_report.h"
+#include "libstallscope/job/job_report.h"
 
-namespace stallscope::cli {
+namespace stallscope {
 namespace {
 
 constexpr std::size_t kListedInstances = 3;  // up to this many each get their own line
@@ -90,4 +94,53 @@ void write_job_notes(JobReport& job) {
     }
 }
 
-}  // namespace stallscope::cli
+std::string compress_host_list(std::vector<std::string> hosts) {
+    struct Name {
+        std::string prefix, digits;
+    };
+    std::vector<Name> names;
+    for (const auto& h : hosts) {
+        std::size_t d = h.size();
+        while (d > 0 && h[d - 1] >= '0' && h[d - 1] <= '9') --d;
+        names.push_back({h.substr(0, d), h.substr(d)});
+    }
+    std::sort(names.begin(), names.end(), [](const Name& a, const Name& b) {
+        return std::forward_as_tuple(a.prefix, a.digits.size(), a.digits) <
+               std::forward_as_tuple(b.prefix, b.digits.size(), b.digits);
+    });
+    names.erase(std::unique(names.begin(), names.end(),
+                            [](const Name& a, const Name& b) {
+                                return a.prefix == b.prefix && a.digits == b.digits;
+                            }),
+                names.end());
+    std::string out;
+    for (std::size_t i = 0; i < names.size();) {
+        std::size_t j = i;
+        while (j < names.size() && names[j].prefix == names[i].prefix && !names[i].digits.empty() &&
+               !names[j].digits.empty())
+            ++j;
+        if (!out.empty()) out += ",";
+        if (j <= i + 1) {  // no number, or the only one with this prefix
+            out += names[i].prefix + names[i].digits;
+            i = std::max(j, i + 1);
+            continue;
+        }
+        // Runs of consecutive numbers of the same width: 01-03; widths never mix inside a run.
+        std::string ranges;
+        for (std::size_t k = i; k < j;) {
+            std::size_t end = k;
+            while (end + 1 < j && names[end + 1].digits.size() == names[k].digits.size() &&
+                   names[end + 1].digits.size() < 19 &&
+                   std::stoull(names[end + 1].digits) == std::stoull(names[end].digits) + 1)
+                ++end;
+            if (!ranges.empty()) ranges += ",";
+            ranges += names[k].digits + (end > k ? "-" + names[end].digits : "");
+            k = end + 1;
+        }
+        out += names[i].prefix + "[" + ranges + "]";
+        i = j;
+    }
+    return out;
+}
+
+}  // namespace stallscope

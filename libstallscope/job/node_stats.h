@@ -12,7 +12,7 @@
 #include "libstallscope/model/rates.h"
 #include "libstallscope/model/snapshot_json.h"
 
-namespace stallscope::cli {
+namespace stallscope {
 
 // Version of the `node_stats` object inside verdict.<step>.<host>.json (stallscope.verdict/1 plus it).
 inline constexpr int kNodeStatsVersion = 1;
@@ -87,4 +87,4 @@ Json to_json(const NodeStats& stats);
 // Typed, non-throwing: a missing or wrong-typed field becomes a problem and stays empty.
 NodeStats node_stats_from_json(const Json& object, std::vector<std::string>& problems);
 
-}  // namespace stallscope::cli
+}  // namespace stallscope

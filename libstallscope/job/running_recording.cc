@@ -4,9 +4,9 @@
 #include <set>
 #include <string>
 
-#include "helper/job_report.h"
+#include "libstallscope/job/job_report.h"
 
-namespace stallscope::cli {
+namespace stallscope {
 namespace {
 
 // A helper flushes a sample every interval; three missed intervals (plus slack for a slow shared file
@@ -35,4 +35,4 @@ void find_running_recordings(JobReport& job, double now) {
     job.running_nodes.assign(running.begin(), running.end());
 }
 
-}  // namespace stallscope::cli
+}  // namespace stallscope

@@ -16,13 +16,13 @@
 #include <string_view>
 #include <vector>
 
-#include "helper/node_stats.h"
-#include "helper/replay_timeline.h"
 #include "libstallscope/hang/culprit.h"
+#include "libstallscope/job/node_stats.h"
 #include "libstallscope/model/profile.h"
+#include "libstallscope/rules/thresholds.h"
 #include "libstallscope/util/printable.h"
 
-namespace stallscope::cli {
+namespace stallscope {
 
 struct NodeRecording {
     std::string host, step_id, timeline_path, verdict_path;
@@ -173,14 +173,6 @@ void write_job_report_json(const JobReport& report, const std::function<void(std
 // The same text in one string (small reports, tests).
 std::string job_report_json_text(const JobReport& report, int indent);
 
-struct ReportView {
-    bool all = false;            // every node, reason, GPU and port, ungrouped
-    std::string node;            // one host in full detail
-    std::size_t top_nodes = 10;  // worst/outlier node rows in the default view
-};
-// Default: fits a screen at any job size (grouped reasons, utilization distribution, top nodes).
-std::string job_report_text(const JobReport& report, const ReportView& view = {});
-
 // How bad a node's or the job's label is when the job view picks its worst: FAIL_RISK > SLOW > FAST >
 // UNKNOWN. Not the rules' label_rank (rules/finding.h, UNKNOWN above FAST), which weighs evidence within one
 // sample; here a node that measured FAST is not shown as worse than one that could not say.
@@ -194,4 +186,4 @@ inline int job_label_rank(const std::string& label) {
 // Slurm-style host list: gpu-node-[01-03,07],login1 (names sorted naturally, runs of numbers compressed).
 std::string compress_host_list(std::vector<std::string> hosts);
 
-}  // namespace stallscope::cli
+}  // namespace stallscope

@@ -14,7 +14,7 @@
 #include "libstallscope/rules/thresholds.h"
 #include "libstallscope/timeline/timeline.h"
 
-namespace stallscope::cli {
+namespace stallscope {
 
 struct ReplayResult {
     Json header;            // null when the file has none (plain `--json` output)
@@ -42,11 +42,7 @@ bool replay_timeline(const std::string& path, const std::optional<Thresholds>& o
                      const SampleObserver& observer = {},
                      std::atomic<std::uint64_t>* progress_bytes = nullptr);
 
-// `stallscope export TIMELINE`: the timeline as v1 JSON lines on stdout (timeline_export.h). main.cc
-// dispatches "export" here.
-int run_export(int argc, char** argv, int first);
-
 // The thresholds recorded in a timeline header, if any parse.
 std::optional<Thresholds> thresholds_from_header(const Json& header, std::string& error);
 
-}  // namespace stallscope::cli
+}  // namespace stallscope

@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <functional>
 
-namespace stallscope::cli {
+namespace stallscope {
 
 // Runs work(i) for every i in [0, count) on min(threads, count) threads (threads 0: one per core) and
 // returns when all are done. Without `progress` the calling thread is one of the workers; with it, the
@@ -14,4 +14,4 @@ namespace stallscope::cli {
 void parallel_each(std::size_t count, unsigned threads, const std::function<void(std::size_t)>& work,
                    const std::function<void(std::size_t done)>& progress = {});
 
-}  // namespace stallscope::cli
+}  // namespace stallscope

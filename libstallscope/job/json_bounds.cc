@@ -1,9 +1,9 @@
-#include "helper/json_bounds.h"
+#include "libstallscope/job/json_bounds.h"
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
-namespace stallscope::cli {
+namespace stallscope {
 namespace {
 
 using Sax = Json;  // the SAX events' types (those of the document parse_within_json_bounds builds)
@@ -201,4 +201,4 @@ bool within_json_bounds(std::string_view text, const JsonBounds& bounds, std::st
     return ok;
 }
 
-}  // namespace stallscope::cli
+}  // namespace stallscope

@@ -1,4 +1,4 @@
-#include "helper/job_finish.h"
+#include "libstallscope/job/job_finish.h"
 
 #include <dirent.h>
 #include <time.h>
@@ -7,24 +7,16 @@
 #include <memory>
 #include <set>
 
-#include "helper/job_files.h"
-#include "helper/stop_signal.h"
+#include "libstallscope/job/job_files.h"
 #include "libstallscope/model/profile.h"
 #include "libstallscope/util/atomic_file.h"
+#include "libstallscope/util/monotonic_clock.h"
 
-namespace stallscope::cli {
+namespace stallscope {
 
 namespace {
 
 constexpr double kPollSeconds = 0.1;
-
-bool starts_with(const std::string& s, const std::string& prefix) {
-    return s.size() >= prefix.size() && s.compare(0, prefix.size(), prefix) == 0;
-}
-
-bool ends_with(const std::string& s, const std::string& suffix) {
-    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 
 // A plain nanosleep: the stop path runs after SIGTERM, when sleep_until returns at once.
 void pause_seconds(double seconds) {
@@ -50,11 +42,11 @@ std::vector<std::string> hosts_without_verdict(const std::string& dir) {
     while (const dirent* e = ::readdir(d.get())) {
         if (++entries > kMaxDirectoryEntries) break;
         const std::string name = e->d_name;
-        if (starts_with(name, "timeline.") && ends_with(name, ".jsonl"))  // v1
+        if (name.starts_with("timeline.") && name.ends_with(".jsonl"))  // v1
             timelines.insert(name.substr(9, name.size() - 9 - 6));
-        else if (starts_with(name, "timeline.") && ends_with(name, ".jsonl.zst"))  // v2
+        else if (name.starts_with("timeline.") && name.ends_with(".jsonl.zst"))  // v2
             timelines.insert(name.substr(9, name.size() - 9 - 10));
-        else if (starts_with(name, "verdict.") && ends_with(name, ".json"))
+        else if (name.starts_with("verdict.") && name.ends_with(".json"))
             verdicts.insert(name.substr(8, name.size() - 8 - 5));
     }
     std::set<std::string> hosts;
@@ -75,7 +67,8 @@ std::vector<std::string> wait_for_verdicts(const std::string& dir, double wait_s
     }
 }
 
-bool write_job_summary(const std::string& dir, const JobReport& report, std::string& error) {
+bool write_job_summary(const std::string& dir, const JobReport& report, const JobSummaryText& summary_text,
+                       std::string& error) {
     // Streamed into the file: a big job's summary.json is never held whole (job_report.h).
     return write_file_atomically(
                dir + "/summary.json",
@@ -84,7 +77,7 @@ bool write_job_summary(const std::string& dir, const JobReport& report, std::str
                    write("\n");
                },
                true, error) &&
-           write_file_atomically(dir + "/summary.txt", job_report_text(report), true, error);
+           write_file_atomically(dir + "/summary.txt", summary_text(report), true, error);
 }
 
 JobCommentFacts job_comment_facts(const JobReport& report, const std::vector<std::string>& missing,
@@ -142,7 +135,8 @@ JobCommentFacts job_comment_facts(const JobReport& report, const std::vector<std
     return f;
 }
 
-JobFinish finish_job(const std::string& dir, double merge_wait_seconds, int allocated_gpus_per_node) {
+JobFinish finish_job(const std::string& dir, double merge_wait_seconds, int allocated_gpus_per_node,
+                     const JobSummaryText& summary_text) {
     JobFinish out;
     const std::vector<std::string> missing = wait_for_verdicts(dir, merge_wait_seconds);
     JobReportOptions ended;
@@ -154,7 +148,7 @@ JobFinish finish_job(const std::string& dir, double merge_wait_seconds, int allo
     }
     std::string error;
     std::string summary = dir + "/summary.json";
-    if (!write_job_summary(dir, report, error)) {
+    if (!write_job_summary(dir, report, summary_text, error)) {
         out.warnings.push_back("job summary: " + error);
         summary.clear();
     }
@@ -173,4 +167,4 @@ JobFinish finish_job(const std::string& dir, double merge_wait_seconds, int allo
     return out;
 }
 
-}  // namespace stallscope::cli
+}  // namespace stallscope

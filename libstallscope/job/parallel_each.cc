@@ -1,4 +1,4 @@
-#include "helper/parallel_each.h"
+#include "libstallscope/job/parallel_each.h"
 
 #include <algorithm>
 #include <atomic>
@@ -8,7 +8,7 @@
 #include <thread>
 #include <vector>
 
-namespace stallscope::cli {
+namespace stallscope {
 
 void parallel_each(std::size_t count, unsigned threads, const std::function<void(std::size_t)>& work,
                    const std::function<void(std::size_t done)>& progress) {
@@ -44,4 +44,4 @@ void parallel_each(std::size_t count, unsigned threads, const std::function<void
     for (auto& t : pool) t.join();
 }
 
-}  // namespace stallscope::cli
+}  // namespace stallscope

@@ -6,10 +6,10 @@
 #include <stdexcept>
 #include <string>
 
-#include "helper/job_report.h"
-#include "helper/json_stream.h"
+#include "libstallscope/job/job_report.h"
+#include "libstallscope/job/json_stream.h"
 
-namespace stallscope::cli {
+namespace stallscope {
 namespace {
 
 Json round2(double v) {
@@ -199,4 +199,4 @@ std::string job_report_json_text(const JobReport& report, int indent) {
     return text;
 }
 
-}  // namespace stallscope::cli
+}  // namespace stallscope

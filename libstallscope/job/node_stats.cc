@@ -1,4 +1,4 @@
-#include "helper/node_stats.h"
+#include "libstallscope/job/node_stats.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 #include "libstallscope/model/json_fields.h"
 #include "libstallscope/rules/gpu_window_rules.h"
 
-namespace stallscope::cli {
+namespace stallscope {
 namespace {
 
 // Sum of the named counters' deltas; false when none of them had a comparable delta (not measured).
@@ -168,7 +168,7 @@ NodeStats NodeStatsAccumulator::finish(const std::string& host) const {
 }
 
 Json NodeStatsAccumulator::to_json() const {
-    return cli::to_json(finish(""));
+    return stallscope::to_json(finish(""));
 }
 
 Json to_json(const NodeStats& s) {
@@ -247,4 +247,4 @@ NodeStats node_stats_from_json(const Json& object, std::vector<std::string>& pro
     return s;
 }
 
-}  // namespace stallscope::cli
+}  // namespace stallscope

@@ -5,10 +5,10 @@
 
 #include <algorithm>
 
-#include "helper/job_report.h"
 #include "libstallscope/hang/hang_merge.h"
+#include "libstallscope/job/job_report.h"
 
-namespace stallscope::cli {
+namespace stallscope {
 
 void read_job_hang(JobReport& report, const std::vector<std::string>& inputs) {
     std::vector<std::string> dirs;
@@ -30,4 +30,4 @@ void read_job_hang(JobReport& report, const std::vector<std::string>& inputs) {
     if (!report.hang_files.empty()) report.hang = std::move(hang.finding);
 }
 
-}  // namespace stallscope::cli
+}  // namespace stallscope

@@ -1,8 +1,8 @@
-#include "helper/json_stream.h"
+#include "libstallscope/job/json_stream.h"
 
 #include <utility>
 
-namespace stallscope::cli {
+namespace stallscope {
 namespace {
 
 constexpr std::size_t kBlockBytes = 64 << 10;
@@ -97,4 +97,4 @@ void JsonStream::finish() {
     buffer_.clear();
 }
 
-}  // namespace stallscope::cli
+}  // namespace stallscope

@@ -1,4 +1,4 @@
-#include "helper/job_report.h"
+#include "libstallscope/job/job_report.h"
 
 #include <sys/stat.h>
 #include <time.h>
@@ -10,12 +10,13 @@
 #include <set>
 #include <tuple>
 
-#include "helper/job_files.h"
-#include "helper/parallel_each.h"
-#include "helper/verdict_file.h"
+#include "libstallscope/job/job_files.h"
+#include "libstallscope/job/parallel_each.h"
+#include "libstallscope/job/replay_timeline.h"
+#include "libstallscope/job/verdict_file.h"
 #include "libstallscope/rules/verdict.h"
 
-namespace stallscope::cli {
+namespace stallscope {
 namespace {
 
 // What loading one recording learns about the job besides the recording itself; merged in file order.
@@ -457,4 +458,4 @@ JobReport build_job_report(const std::vector<std::string>& inputs, const JobRepo
     return job;
 }
 
-}  // namespace stallscope::cli
+}  // namespace stallscope

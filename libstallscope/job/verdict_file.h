@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "helper/node_stats.h"
+#include "libstallscope/job/node_stats.h"
 
-namespace stallscope::cli {
+namespace stallscope {
 
 inline constexpr std::size_t kMaxVerdictFileBytes = 4u << 20;
 
@@ -36,4 +36,4 @@ bool read_small_regular_file(const std::string& path, std::size_t max_bytes, std
 // The `verdict` object of a verdict file (or a timeline's verdict line), typed and non-throwing.
 StepVerdict step_verdict_from_json(const Json& object, std::vector<std::string>& problems);
 
-}  // namespace stallscope::cli
+}  // namespace stallscope

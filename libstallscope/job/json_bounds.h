@@ -14,7 +14,7 @@
 
 #include "libstallscope/model/snapshot_json.h"
 
-namespace stallscope::cli {
+namespace stallscope {
 
 struct JsonBounds {
     std::size_t max_depth = 64;          // containers inside containers; a verdict uses 5
@@ -44,4 +44,4 @@ bool parse_within_json_bounds(std::string_view text, const JsonBounds& bounds,
                               const std::function<bool(std::string_view key)>& keep, Json& out,
                               std::string& why);
 
-}  // namespace stallscope::cli
+}  // namespace stallscope

@@ -12,7 +12,7 @@
 
 #include "libstallscope/model/snapshot_json.h"
 
-namespace stallscope::cli {
+namespace stallscope {
 
 using JsonSink = std::function<void(std::string_view piece)>;
 
@@ -49,4 +49,4 @@ class JsonStream {
     std::string buffer_, scratch_;
 };
 
-}  // namespace stallscope::cli
+}  // namespace stallscope

@@ -1,4 +1,4 @@
-#include "helper/verdict_file.h"
+#include "libstallscope/job/verdict_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -8,11 +8,11 @@
 #include <cerrno>
 #include <cstring>
 
-#include "helper/json_bounds.h"
+#include "libstallscope/job/json_bounds.h"
 #include "libstallscope/model/json_fields.h"
 #include "libstallscope/timeline/documents.h"
 
-namespace stallscope::cli {
+namespace stallscope {
 namespace {
 
 using json_fields::Reader;
@@ -179,4 +179,4 @@ bool read_verdict_file(const std::string& path, VerdictFile& out, std::string& e
     return true;
 }
 
-}  // namespace stallscope::cli
+}  // namespace stallscope

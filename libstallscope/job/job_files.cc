@@ -1,4 +1,4 @@
-#include "helper/job_files.h"
+#include "libstallscope/job/job_files.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -7,27 +7,19 @@
 #include <set>
 #include <utility>
 
-namespace stallscope::cli {
+namespace stallscope {
 namespace {
-
-bool starts_with(const std::string& s, const char* prefix) {
-    return s.rfind(prefix, 0) == 0;
-}
-
-bool ends_with(const std::string& s, const std::string& suffix) {
-    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 
 // "timeline.0.gpu07.jsonl" -> "0.gpu07" (also .jsonl.zst and a future extension); "" when not one.
 std::string timeline_stem(const std::string& name) {
-    if (!starts_with(name, "timeline.") || ends_with(name, ".tmp")) return "";
+    if (!name.starts_with("timeline.") || name.ends_with(".tmp")) return "";
     const std::string rest = name.substr(9);
     const auto ext = rest.find(".jsonl");
     return ext == std::string::npos || ext == 0 ? "" : rest.substr(0, ext);
 }
 
 std::string verdict_stem(const std::string& name) {
-    if (!starts_with(name, "verdict.") || !ends_with(name, ".json") || name.size() <= 13) return "";
+    if (!name.starts_with("verdict.") || !name.ends_with(".json") || name.size() <= 13) return "";
     return name.substr(8, name.size() - 13);
 }
 
@@ -68,7 +60,7 @@ std::map<std::string, RecordingFiles> find_recordings(const std::vector<std::str
                 continue;
             }
             const std::string name = base_name(in);
-            if (starts_with(name, "helper.") || starts_with(name, "summary.")) {
+            if (name.starts_with("helper.") || name.starts_with("summary.")) {
                 warnings.push_back(in + ": not a timeline or verdict file; skipped");
                 continue;
             }
@@ -120,4 +112,4 @@ std::map<std::string, RecordingFiles> find_recordings(const std::vector<std::str
     return found;
 }
 
-}  // namespace stallscope::cli
+}  // namespace stallscope

@@ -1,4 +1,4 @@
-#include "helper/replay_timeline.h"
+#include "libstallscope/job/replay_timeline.h"
 
 #include <unistd.h>
 
@@ -7,7 +7,7 @@
 
 #include "libstallscope/rules/profiler.h"
 
-namespace stallscope::cli {
+namespace stallscope {
 namespace {
 
 class ReplayVisitor final : public TimelineVisitor {
@@ -88,4 +88,4 @@ bool replay_timeline(const std::string& path, const std::optional<Thresholds>& o
     return true;
 }
 
-}  // namespace stallscope::cli
+}  // namespace stallscope
