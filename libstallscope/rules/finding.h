@@ -13,7 +13,9 @@
 #include "libstallscope/model/profile.h"
 #include "libstallscope/model/rates.h"
 #include "libstallscope/model/snapshot.h"
+#include "libstallscope/rules/rule_descriptor.h"
 #include "libstallscope/rules/thresholds.h"
+#include "libstallscope/rules/vocabulary.h"
 #include "libstallscope/util/same_name.h"
 
 namespace stallscope {
@@ -102,10 +104,16 @@ struct LateDetails {
 };
 
 struct Finding {
+    // reason.code, category, severity and label are the model's strings of `rule`, `label` and `severity`
+    // (written by Findings::add and make_finding): the rules, the profiler and the verdict read the typed
+    // fields, the JSON and text writers the strings.
     Reason reason;
+    const RuleDescriptor* rule = nullptr;
+    Label label = Label::kFast;
+    Severity severity = Severity::kInfo;
     SubjectKind kind = SubjectKind::kOther;
     double score = 1;  // value / threshold (>= 1 when it fired): ranks worst samples, drives confidence
-    std::string hint;  // compute | network | memory, or "" (no opinion on the bottleneck)
+    Hint hint = Hint::kNone;
     double since = 0;  // windowed rules: when the condition began (0 = this sample)
     // The message describes the condition so far ("in 80 % of the last 40 s"): the step summary keeps
     // the latest message instead of the first one, which described only the first interval.
@@ -118,6 +126,12 @@ struct Finding {
     // id it names (ids are never reused, not even by a copy) and checked against the code and subject.
     mutable std::uint64_t verdict_owner = 0;
     mutable const VerdictEntry* verdict_entry = nullptr;
+
+    // Moves the reason out (into a Profile); the slot writes all its strings again on its next add().
+    Reason take_reason() {
+        rule = nullptr;
+        return std::move(reason);
+    }
 };
 
 // The findings of one sample, in the order the rules add them. clear() keeps every Finding it held, with
@@ -129,14 +143,17 @@ struct Finding {
 // Rules that fire rarely may keep push_back(make_finding(...)).
 class Findings {
   public:
-    // The next finding, its fixed fields set (strings copied into the slot's storage), subject and message
-    // empty, evidence empty, since 0, refresh false: the rule writes the rest. The reference is good until
-    // the next add() or push_back().
-    // A field that already holds its value is left as is (a kept slot's code, label and hint are the
-    // same sample after sample): a compare of a few bytes where the assign and its strlen were 500
-    // instructions an add, 5 % of a vm replay.
-    Finding& add(std::string_view code, std::string_view category, std::string_view severity,
-                 std::string_view label, SubjectKind kind, double score = 1, std::string_view hint = {});
+    // The next finding of `rule`, at the rule's label or at `label`: its fixed fields set, subject and
+    // message empty, evidence empty, since 0, refresh false; the rule writes the rest. The reference is
+    // good until the next add() or push_back().
+    // The reason's strings are written when the slot's rule, label or severity changes: a kept slot holds
+    // the same finding sample after sample, and rewriting its four strings was 5 % of a vm replay.
+    Finding& add(const RuleDescriptor& rule, Severity severity, SubjectKind kind, double score = 1,
+                 Hint hint = Hint::kNone) {
+        return add(rule, rule.label, severity, kind, score, hint);
+    }
+    Finding& add(const RuleDescriptor& rule, Label label, Severity severity, SubjectKind kind,
+                 double score = 1, Hint hint = Hint::kNone);
     void push_back(Finding&& f);  // a finding built whole
     void clear() { size_ = 0; }   // the findings' storage stays for the next sample
 
@@ -186,10 +203,12 @@ Evidence gpu_evidence(const Gpu& g);
 // The same ids added to `ev` (a Findings slot's evidence, emptied by add()).
 void add_gpu_evidence(const Gpu& g, Evidence& ev);
 
-// Builds a finding; `label` is the label it pushes towards (kLabelSlow, ...).
-Finding make_finding(const char* code, const char* category, const char* severity, const char* label,
-                     std::string subject, SubjectKind kind, std::string message, Evidence evidence,
-                     double score = 1, const char* hint = "");
+// Builds a finding of `rule`, pushing towards the rule's label or towards `label`.
+Finding make_finding(const RuleDescriptor& rule, Severity severity, std::string subject, SubjectKind kind,
+                     std::string message, Evidence evidence, double score = 1, Hint hint = Hint::kNone);
+Finding make_finding(const RuleDescriptor& rule, Label label, Severity severity, std::string subject,
+                     SubjectKind kind, std::string message, Evidence evidence, double score = 1,
+                     Hint hint = Hint::kNone);
 
 // Numbers in messages: 1250, 12.5, 0.25 (no trailing zeros, no exponent for ordinary values).
 std::string fmt_num(double value);
@@ -317,21 +336,5 @@ class PerGpu {
     GpuSlots own_;
     std::string key_;
 };
-
-// Label precedence: FAIL_RISK > SLOW > UNKNOWN > FAST (positive evidence beats missing data); anything
-// else ranks as FAST. Inline, by length first: the profiler and the verdict rank every finding of every
-// sample (3 % of a vm replay as an out-of-line string compare).
-inline int label_rank(std::string_view label) {
-    switch (label.size()) {
-        case 9:
-            return label == kLabelFailRisk ? 3 : 0;
-        case 4:
-            return label == kLabelSlow ? 2 : 0;
-        case 7:
-            return label == kLabelUnknown ? 1 : 0;
-        default:
-            return 0;
-    }
-}
 
 }  // namespace stallscope

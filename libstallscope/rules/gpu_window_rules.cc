@@ -88,13 +88,14 @@ namespace {
 
 struct HwSlowdownKind {
     unsigned bit;
-    const char* code;
+    const RuleDescriptor& rule;
     const char* what;
 };
 const HwSlowdownKind kHwSlowdownKinds[] = {
-    {kHwPowerBrake, "gpu_power_brake", "HW power brake (external power-brake signal: PSU/board power event)"},
-    {kHwThermal, "gpu_hw_thermal_slowdown", "HW thermal slowdown"},
-    {kHwSlowdown, "gpu_hw_slowdown", "HW slowdown (thermal or power protection)"},
+    {kHwPowerBrake, rule::kGpuPowerBrake,
+     "HW power brake (external power-brake signal: PSU/board power event)"},
+    {kHwThermal, rule::kGpuHwThermalSlowdown, "HW thermal slowdown"},
+    {kHwSlowdown, rule::kGpuHwSlowdown, "HW slowdown (thermal or power protection)"},
 };
 constexpr std::size_t kHwSlowdownKindCount = sizeof kHwSlowdownKinds / sizeof kHwSlowdownKinds[0];
 
@@ -231,8 +232,8 @@ void HwSlowdownRule::evaluate(const RuleInput& in, Findings& out) {
                 total = std::max(total, x.total);
                 since = std::min(since, x.since);
             }
-            Finding& f = out.add(k.code, "gpu", "warning", kLabelSlow, SubjectKind::kOther,
-                                 share / std::max(in.t.hw_slowdown_min_share, 1e-9), "compute");
+            Finding& f = out.add(k.rule, Severity::kWarning, SubjectKind::kOther,
+                                 share / std::max(in.t.hw_slowdown_min_share, 1e-9), Hint::kCompute);
             f.reason.subject.assign("gpus");
             f.since = since;
             f.refresh = true;
@@ -251,8 +252,8 @@ void HwSlowdownRule::evaluate(const RuleInput& in, Findings& out) {
         for (const Hit& x : h) {
             const Gpu& g = *x.gpu;
             // A throttled GPU is throttled all day: written into a kept slot (Findings::add).
-            Finding& f = out.add(k.code, "gpu", "warning", kLabelSlow, SubjectKind::kGpu,
-                                 x.share / std::max(in.t.hw_slowdown_min_share, 1e-9), "compute");
+            Finding& f = out.add(k.rule, Severity::kWarning, SubjectKind::kGpu,
+                                 x.share / std::max(in.t.hw_slowdown_min_share, 1e-9), Hint::kCompute);
             gpu_key_into(g, f.reason.subject);
             f.since = x.since;
             f.refresh = true;
@@ -291,8 +292,8 @@ void ThermalThrottleRule::evaluate(const RuleInput& in, Findings& out) {
         const double rise = temp - p.temp;
         if (drop_pct < in.t.thermal_clock_drop_pct || rise < in.t.thermal_temp_rise_c) continue;
         if (p.since == 0) p.since = in.cur.time;
-        Finding& f = out.add("gpu_thermal_throttle", "gpu", "warning", kLabelSlow, SubjectKind::kGpu,
-                             drop_pct / std::max(in.t.thermal_clock_drop_pct, 1e-9), "compute");
+        Finding& f = out.add(rule::kGpuThermalThrottle, Severity::kWarning, SubjectKind::kGpu,
+                             drop_pct / std::max(in.t.thermal_clock_drop_pct, 1e-9), Hint::kCompute);
         gpu_key_into(g, f.reason.subject);
         f.since = p.since;
         if (!out.details_wanted(f)) continue;
@@ -345,7 +346,7 @@ void BusyWaitHangRule::evaluate(const RuleInput& in, Findings& out) {
     const Gpu& first = *hung.front();
     // issue 15: with GPM the decision (and its evidence) is SM activity; a MIG slice has no utilization.
     const bool by_gpm = gpm_sm_active(first).has_value();
-    Finding& f = out.add("gpu_busy_wait_hang", "gpu", "critical", kLabelFailRisk, SubjectKind::kGpu, 3);
+    Finding& f = out.add(rule::kGpuBusyWaitHang, Severity::kCritical, SubjectKind::kGpu, 3);
     gpu_key_into(first, f.reason.subject);
     f.since = since;
     if (!out.details_wanted(f)) return;
@@ -400,7 +401,7 @@ void IdleGpuRule::evaluate(const RuleInput& in, Findings& out) {
     }
     if (idle.empty()) return;
     const char* metric = gpm_sm_active(*idle.front()) ? " % SM activity, GPM) for " : " % utilization) for ";
-    Finding& f = out.add("gpu_idle", "gpu", "warning", kLabelSlow, SubjectKind::kGpu,
+    Finding& f = out.add(rule::kGpuIdle, Severity::kWarning, SubjectKind::kGpu,
                          static_cast<double>(known) / std::max<size_t>(known - idle.size(), 1));
     gpu_key_into(*idle.front(), f.reason.subject);
     f.since = since;
@@ -450,8 +451,8 @@ void StragglerRule::evaluate(const RuleInput& in, Findings& out) {
             if (run.samples++ == 0) run.since = in.cur.time;
             entry(next, key) = run;
             if (run.samples < static_cast<int>(in.t.straggler_min_samples)) continue;
-            Finding& f = out.add("gpu_straggler", "gpu", "warning", kLabelSlow, SubjectKind::kGpu,
-                                 1 + std::max(util_gap / 100, power_gap), "compute");
+            Finding& f = out.add(rule::kGpuStraggler, Severity::kWarning, SubjectKind::kGpu,
+                                 1 + std::max(util_gap / 100, power_gap), Hint::kCompute);
             gpu_key_into(*g, f.reason.subject);
             std::string& msg = f.reason.message;
             append_parts(msg, gpu_name(*g), ": ", fmt_num(*g->utilization_pct),
