@@ -88,18 +88,38 @@ struct VerdictEntry;
 // replay's verdict-only pass a rule that refreshes every sample (a throttled GPU) hands these over
 // instead, and the verdict writes the text once, when it is built (the rule's message and evidence were
 // 14 % of a vm replay). The rule writes them through the same function when they are wanted at once.
+// Its fields are those of the one finding that defers today, a share of a window of samples (the HW
+// slowdown kinds of gpu_window_rules.cc, per GPU or node-wide); a rule that defers others adds its own.
 struct LateDetails {
     // Writes r.message and r.evidence (r's code and subject are the finding's); nullptr: nothing late.
     void (*write)(const LateDetails& d, Reason& r) = nullptr;
-    std::array<double, 12> numbers{};
-    std::array<std::string, 2> texts;  // e.g. a GPU's name and uuid
+    std::size_t kind = 0;        // which condition, in the rule's own table
+    double share = 0;            // of the window it held; node-wide: the smallest of the GPUs'
+    double window_seconds = 0;   // what the window holds
+    double window_setting = 0;   // how long the window grows (the threshold's seconds)
+    double threshold_share = 0;  // the share at which it fires
+    int gpu_index = -1;          // per GPU
+    Counter sm_clock_mhz;        // per GPU, when measured
+    Gauge power_w;               // per GPU, when measured
+    std::size_t gpus_affected = 0, gpus_total = 0;  // node-wide
+    std::string gpu_name, gpu_uuid;                 // per GPU
 
     // *this = other, each text written only where it differs: the verdict keeps the latest of a finding
     // that refreshes every sample, and its texts (a GPU's name and uuid) are the same every time.
     void assign_from(const LateDetails& other) {
         write = other.write;
-        numbers = other.numbers;
-        for (std::size_t i = 0; i < texts.size(); ++i) assign_if_other(texts[i], other.texts[i]);
+        kind = other.kind;
+        share = other.share;
+        window_seconds = other.window_seconds;
+        window_setting = other.window_setting;
+        threshold_share = other.threshold_share;
+        gpu_index = other.gpu_index;
+        sm_clock_mhz = other.sm_clock_mhz;
+        power_w = other.power_w;
+        gpus_affected = other.gpus_affected;
+        gpus_total = other.gpus_total;
+        assign_if_other(gpu_name, other.gpu_name);
+        assign_if_other(gpu_uuid, other.gpu_uuid);
     }
 };
 

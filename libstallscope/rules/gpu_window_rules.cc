@@ -99,30 +99,14 @@ const HwSlowdownKind kHwSlowdownKinds[] = {
 };
 constexpr std::size_t kHwSlowdownKindCount = sizeof kHwSlowdownKinds / sizeof kHwSlowdownKinds[0];
 
-// The numbers a gpu_hw_slowdown message and evidence are written from (LateDetails::numbers).
-enum HwSlowdownNumber : std::size_t {
-    kKindIndex,
-    kShare,          // per GPU: its share; node-wide: the smallest
-    kWindowTotal,    // seconds the window holds
-    kWindowSetting,  // hw_slowdown_window_seconds
-    kThresholdShare,
-    kGpuIndex,    // per GPU
-    kHasSmClock,  // per GPU: 0/1, then the value
-    kSmClock,
-    kHasPower,
-    kPower,
-    kGpusAffected = kGpuIndex,  // node-wide
-    kGpusTotal = kHasSmClock,
-};
-
 const HwSlowdownKind& kind_of(const LateDetails& d) {
-    return kHwSlowdownKinds[static_cast<std::size_t>(d.numbers[kKindIndex])];
+    return kHwSlowdownKinds[d.kind];
 }
 
 // "of the last 600 s" once the window is full; before that, what was observed ("of the 40 s observed").
 void append_window_words(std::string& message, const LateDetails& d) {
-    const double total = d.numbers[kWindowTotal];
-    if (total + 1e-6 >= d.numbers[kWindowSetting])
+    const double total = d.window_seconds;
+    if (total + 1e-6 >= d.window_setting)
         append_parts(message, "the last ", fmt_num(total), " s");
     else
         append_parts(message, "the ", fmt_num(total), " s observed");
@@ -130,38 +114,35 @@ void append_window_words(std::string& message, const LateDetails& d) {
 
 // Every GPU of the node: one node-wide condition (a power brake is a board/PSU signal), one reason.
 void write_node_wide_hw_slowdown(const LateDetails& d, Reason& r) {
-    const auto& n = d.numbers;
     std::string& m = r.message;
-    append_parts(m, "all ", std::to_string(static_cast<long>(n[kGpusAffected])), " GPUs: ", kind_of(d).what,
-                 " in >= ", fmt_num(n[kShare] * 100), " % of ");
+    append_parts(m, "all ", std::to_string(static_cast<long>(d.gpus_affected)), " GPUs: ", kind_of(d).what,
+                 " in >= ", fmt_num(d.share * 100), " % of ");
     append_window_words(m, d);
-    append_parts(m, " (threshold ", fmt_num(n[kThresholdShare] * 100),
+    append_parts(m, " (threshold ", fmt_num(d.threshold_share * 100),
                  " %) — node-wide, clocks forced down on every GPU; needs hardware inspection");
     Evidence& ev = r.evidence;
-    ev["gpus_affected"] = n[kGpusAffected];
-    ev["gpus_total"] = n[kGpusTotal];
-    ev["min_share"] = n[kShare];
-    ev["window_seconds"] = n[kWindowTotal];
-    ev["threshold_share"] = n[kThresholdShare];
+    ev["gpus_affected"] = static_cast<double>(d.gpus_affected);
+    ev["gpus_total"] = static_cast<double>(d.gpus_total);
+    ev["min_share"] = d.share;
+    ev["window_seconds"] = d.window_seconds;
+    ev["threshold_share"] = d.threshold_share;
 }
 
-// texts: the GPU's name and uuid.
 void write_gpu_hw_slowdown(const LateDetails& d, Reason& r) {
-    const auto& n = d.numbers;
     std::string& m = r.message;
-    append_parts(m, d.texts[0], ": ", kind_of(d).what, " in ", fmt_num(n[kShare] * 100), " % of ");
+    append_parts(m, d.gpu_name, ": ", kind_of(d).what, " in ", fmt_num(d.share * 100), " % of ");
     append_window_words(m, d);
-    append_parts(m, " (threshold ", fmt_num(n[kThresholdShare] * 100),
+    append_parts(m, " (threshold ", fmt_num(d.threshold_share * 100),
                  " %) — clocks forced down, needs hardware inspection");
     Evidence& ev = r.evidence;
-    ev.reserve(kEvidenceEntries);  // add_gpu_ids, from the numbers
-    ev["gpu_index"] = n[kGpuIndex];
-    if (!d.texts[1].empty()) ev["uuid"] = d.texts[1];
-    ev["share"] = n[kShare];
-    ev["window_seconds"] = n[kWindowTotal];
-    ev["threshold_share"] = n[kThresholdShare];
-    if (n[kHasSmClock] != 0) ev["sm_clock_mhz"] = n[kSmClock];
-    if (n[kHasPower] != 0) ev["power_w"] = n[kPower];
+    ev.reserve(kEvidenceEntries);  // add_gpu_ids, from the details
+    ev["gpu_index"] = static_cast<double>(d.gpu_index);
+    if (!d.gpu_uuid.empty()) ev["uuid"] = d.gpu_uuid;
+    ev["share"] = d.share;
+    ev["window_seconds"] = d.window_seconds;
+    ev["threshold_share"] = d.threshold_share;
+    if (d.sm_clock_mhz) ev["sm_clock_mhz"] = static_cast<double>(*d.sm_clock_mhz);
+    if (d.power_w) ev["power_w"] = *d.power_w;
 }
 
 // Written now when the verdict wants them, else left in f.late for the verdict to write when it is built.
@@ -237,15 +218,15 @@ void HwSlowdownRule::evaluate(const RuleInput& in, Findings& out) {
             f.reason.subject.assign("gpus");
             f.since = since;
             f.refresh = true;
-            auto& n = f.late.numbers;
-            n[kKindIndex] = static_cast<double>(i);
-            n[kShare] = share;
-            n[kWindowTotal] = total;
-            n[kWindowSetting] = in.t.hw_slowdown_window_seconds;
-            n[kThresholdShare] = in.t.hw_slowdown_min_share;
-            n[kGpusAffected] = static_cast<double>(h.size());
-            n[kGpusTotal] = static_cast<double>(in.cur.gpus.size());
-            f.late.write = &write_node_wide_hw_slowdown;
+            LateDetails& d = f.late;
+            d.kind = i;
+            d.share = share;
+            d.window_seconds = total;
+            d.window_setting = in.t.hw_slowdown_window_seconds;
+            d.threshold_share = in.t.hw_slowdown_min_share;
+            d.gpus_affected = h.size();
+            d.gpus_total = in.cur.gpus.size();
+            d.write = &write_node_wide_hw_slowdown;
             write_or_defer(out, f);
             continue;
         }
@@ -257,20 +238,18 @@ void HwSlowdownRule::evaluate(const RuleInput& in, Findings& out) {
             gpu_key_into(g, f.reason.subject);
             f.since = x.since;
             f.refresh = true;
-            auto& n = f.late.numbers;
-            n[kKindIndex] = static_cast<double>(i);
-            n[kShare] = x.share;
-            n[kWindowTotal] = x.total;
-            n[kWindowSetting] = in.t.hw_slowdown_window_seconds;
-            n[kThresholdShare] = in.t.hw_slowdown_min_share;
-            n[kGpuIndex] = static_cast<double>(g.index);
-            n[kHasSmClock] = g.sm_clock_mhz ? 1 : 0;
-            n[kSmClock] = g.sm_clock_mhz ? static_cast<double>(*g.sm_clock_mhz) : 0;
-            n[kHasPower] = g.power_w ? 1 : 0;
-            n[kPower] = g.power_w ? *g.power_w : 0;
-            gpu_name_into(g, f.late.texts[0]);
-            assign_if_other(f.late.texts[1], g.uuid);
-            f.late.write = &write_gpu_hw_slowdown;
+            LateDetails& d = f.late;
+            d.kind = i;
+            d.share = x.share;
+            d.window_seconds = x.total;
+            d.window_setting = in.t.hw_slowdown_window_seconds;
+            d.threshold_share = in.t.hw_slowdown_min_share;
+            d.gpu_index = g.index;
+            d.sm_clock_mhz = g.sm_clock_mhz;
+            d.power_w = g.power_w;
+            gpu_name_into(g, d.gpu_name);
+            assign_if_other(d.gpu_uuid, g.uuid);
+            d.write = &write_gpu_hw_slowdown;
             write_or_defer(out, f);
         }
     }
