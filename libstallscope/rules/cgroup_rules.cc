@@ -22,28 +22,28 @@ void pressure(const RuleInput& in, const JobCgroup& c, Findings& out) {
     struct Check {
         const Gauge& value;
         double threshold;
-        const char* code;
+        const RuleDescriptor& rule;
         const char* what;
-        const char* hint;
+        Hint hint;
     };
     const Check checks[] = {
-        {c.psi.memory_full_avg10, in.t.psi_memory_full_pct, "job_memory_pressure",
+        {c.psi.memory_full_avg10, in.t.psi_memory_full_pct, rule::kJobMemoryPressure,
          "of the time all its tasks stalled on memory (cgroup PSI memory full avg10) — reclaim at its limit",
-         "memory"},
-        {c.psi.io_full_avg10, in.t.psi_io_full_pct, "job_io_pressure",
+         Hint::kMemory},
+        {c.psi.io_full_avg10, in.t.psi_io_full_pct, rule::kJobIoPressure,
          "of the time all its tasks stalled on I/O (cgroup PSI io full avg10) — input or checkpoint I/O "
          "bound",
-         "input"},
-        {c.psi.cpu_some_avg10, in.t.psi_cpu_some_pct, "job_cpu_pressure",
+         Hint::kInput},
+        {c.psi.cpu_some_avg10, in.t.psi_cpu_some_pct, rule::kJobCpuPressure,
          "of the time its runnable tasks waited for a CPU (cgroup PSI cpu some avg10) — data loaders starved",
-         "input"},
+         Hint::kInput},
     };
     for (const auto& check : checks) {
         if (!check.value || *check.value < check.threshold || *check.value <= 0) continue;
         Evidence ev = job_evidence(c);
         ev["avg10_pct"] = *check.value;
         ev["threshold_pct"] = check.threshold;
-        out.push_back(make_finding(check.code, "system", "warning", kLabelSlow, "job", SubjectKind::kHost,
+        out.push_back(make_finding(check.rule, Severity::kWarning, "job", SubjectKind::kHost,
                                    job_name(c) + ": " + fmt_num(*check.value) + " % " + check.what +
                                        " (threshold " + fmt_num(check.threshold) + " %)",
                                    std::move(ev), *check.value / std::max(check.threshold, 1e-9),
@@ -95,12 +95,12 @@ void job_cgroup_rules(const RuleInput& in, Findings& out) {
             ev["memory_current_bytes"] = static_cast<double>(*c.memory_current_bytes);
             ev["memory_max_bytes"] = static_cast<double>(*c.memory_max_bytes);
             ev["threshold_pct"] = kJobMemoryNearLimitPct;
-            out.push_back(make_finding("job_memory_near_limit", "system", "warning", kLabelFast, "job",
+            out.push_back(make_finding(rule::kJobMemoryNearLimit, Severity::kWarning, "job",
                                        SubjectKind::kHost,
                                        job_name(c) + ": " + fmt_num(pct) +
                                            " % of its memory limit in use (page cache included) — the next "
                                            "allocation may be OOM-killed",
-                                       std::move(ev), pct / kJobMemoryNearLimitPct, "memory"));
+                                       std::move(ev), pct / kJobMemoryNearLimitPct, Hint::kMemory));
         }
     }
     if (!in.rates) return;
@@ -118,11 +118,10 @@ void job_cgroup_rules(const RuleInput& in, Findings& out) {
             ev["gpu"] = gpu_name(*gone);
             ev["gpu_uuid"] = gpu_key(*gone);
         }
-        out.push_back(make_finding("job_oom_kill", "system", "critical", kLabelFailRisk, "job",
-                                   SubjectKind::kHost,
+        out.push_back(make_finding(rule::kJobOomKill, Severity::kCritical, "job", SubjectKind::kHost,
                                    job_name(c) + ": " + std::to_string(oom->delta) +
                                        " of its processes OOM-killed at the job's memory limit" + what,
-                                   std::move(ev), 2 + static_cast<double>(oom->delta), "memory"));
+                                   std::move(ev), 2 + static_cast<double>(oom->delta), Hint::kMemory));
     }
     const auto periods = delta_of(*in.rates, table, "job_cgroup", "cpu_nr_periods");
     const auto throttled = delta_of(*in.rates, table, "job_cgroup", "cpu_nr_throttled");
@@ -134,12 +133,12 @@ void job_cgroup_rules(const RuleInput& in, Findings& out) {
             ev["threshold_share"] = kJobThrottledPeriodsShare;
             if (auto t = delta_of(*in.rates, table, "job_cgroup", "cpu_throttled_usec"))
                 ev["throttled_seconds_per_second"] = t->per_second / 1e6;
-            out.push_back(make_finding(
-                "job_cpu_throttled", "system", "warning", kLabelSlow, "job", SubjectKind::kHost,
-                job_name(c) + ": CPU-throttled in " + fmt_num(share * 100) +
-                    " % of its scheduler periods (threshold " + fmt_num(kJobThrottledPeriodsShare * 100) +
-                    " %) — its CPU limit starves data loading and the launch path",
-                std::move(ev), share / kJobThrottledPeriodsShare, "input"));
+            out.push_back(make_finding(rule::kJobCpuThrottled, Severity::kWarning, "job", SubjectKind::kHost,
+                                       job_name(c) + ": CPU-throttled in " + fmt_num(share * 100) +
+                                           " % of its scheduler periods (threshold " +
+                                           fmt_num(kJobThrottledPeriodsShare * 100) +
+                                           " %) — its CPU limit starves data loading and the launch path",
+                                       std::move(ev), share / kJobThrottledPeriodsShare, Hint::kInput));
         }
     }
 }

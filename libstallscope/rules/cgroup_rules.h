@@ -21,9 +21,25 @@ inline constexpr double kJobMemoryNearLimitPct = 95;
 //   thresholds as the node's host_*_pressure.
 // job_memory_near_limit (warning, FAST): memory.current >= kJobMemoryNearLimitPct of memory.max.
 void job_cgroup_rules(const RuleInput& in, Findings& out);
+namespace rule {
+inline constexpr RuleDescriptor kJobOomKill{"job_oom_kill", Category::kSystem, Label::kFailRisk, 50};
+inline constexpr RuleDescriptor kJobCpuThrottled{"job_cpu_throttled", Category::kSystem, Label::kSlow, 55};
+inline constexpr RuleDescriptor kJobCpuPressure{"job_cpu_pressure", Category::kSystem, Label::kSlow, 55};
+inline constexpr RuleDescriptor kJobIoPressure{"job_io_pressure", Category::kSystem, Label::kSlow, 53};
+inline constexpr RuleDescriptor kJobMemoryPressure{"job_memory_pressure", Category::kSystem, Label::kSlow,
+                                                   52};
+inline constexpr RuleDescriptor kJobMemoryNearLimit{"job_memory_near_limit", Category::kSystem, Label::kFast,
+                                                    kMiddleRank};
+}  // namespace rule
 
 // Whether the job's own numbers replace the node-wide ones for OOM kills and for pressure.
 bool job_oom_known(const Snapshot& s);
 bool job_pressure_known(const Snapshot& s);
+
+// Every code this family emits, for rule_catalog().
+inline constexpr const RuleDescriptor* kCgroupRules[] = {
+    &rule::kJobOomKill,    &rule::kJobCpuThrottled,   &rule::kJobCpuPressure,
+    &rule::kJobIoPressure, &rule::kJobMemoryPressure, &rule::kJobMemoryNearLimit,
+};
 
 }  // namespace stallscope

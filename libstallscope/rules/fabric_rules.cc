@@ -58,7 +58,7 @@ void rdma_congestion_rule(const RuleInput& in, Findings& out) {
         if (!as_sender && !as_receiver) continue;
         // A congested fabric stays congested for hours, on every port: written into the kept slots.
         Finding& f =
-            out.add("fabric_congestion", "fabric", "warning", kLabelSlow, SubjectKind::kPort, 0, "network");
+            out.add(rule::kFabricCongestion, Severity::kWarning, SubjectKind::kPort, 0, Hint::kNetwork);
         f.reason.subject.assign(key);
         if (as_sender) f.score = handled_s / std::max(in.t.cnp_handled_per_s, 1e-9);
         if (as_receiver) f.score = std::max(f.score, ecn_s / std::max(in.t.ecn_marked_per_s, 1e-9));
@@ -103,7 +103,7 @@ void rdma_loss_rule(const RuleInput& in, Findings& out) {
         Evidence ev{{"loss_events", *loss}, {"interval_seconds", r.interval_seconds}};
         for (const CounterName n : kLoss)
             if (auto d = delta_of(hw, n)) ev[std::string(n.name())] = static_cast<double>(d->delta);
-        const char* label = nullptr;
+        Label label = Label::kSlow;
         std::string msg;
         double score = 1;
         if (packets && *packets > 0) {
@@ -113,10 +113,10 @@ void rdma_loss_rule(const RuleInput& in, Findings& out) {
             ev["slow_per_mpkt_threshold"] = in.t.rdma_loss_slow_per_mpkt;
             ev["fail_per_mpkt_threshold"] = in.t.rdma_loss_fail_per_mpkt;
             if (ppm >= in.t.rdma_loss_fail_per_mpkt) {
-                label = kLabelFailRisk;
+                label = Label::kFailRisk;
                 score = ppm / std::max(in.t.rdma_loss_fail_per_mpkt, 1e-9);
             } else if (ppm >= in.t.rdma_loss_slow_per_mpkt) {
-                label = kLabelSlow;
+                label = Label::kSlow;
                 score = ppm / std::max(in.t.rdma_loss_slow_per_mpkt, 1e-9);
             } else {
                 continue;
@@ -129,15 +129,15 @@ void rdma_loss_rule(const RuleInput& in, Findings& out) {
             const double rate = per_s(*loss, r);
             ev["loss_per_s"] = rate;
             ev["fail_per_s_threshold"] = in.t.rdma_loss_fail_per_s;
-            label = rate >= in.t.rdma_loss_fail_per_s ? kLabelFailRisk : kLabelSlow;
+            label = rate >= in.t.rdma_loss_fail_per_s ? Label::kFailRisk : Label::kSlow;
             score = std::max(1.0, rate / std::max(in.t.rdma_loss_fail_per_s, 1e-9));
             msg = key + ": " + fmt_num(rate) +
                   " lost/out-of-order packets/s (no packet counter to normalise; " + "FAIL_RISK at " +
                   fmt_num(in.t.rdma_loss_fail_per_s) + "/s) — retransmits on the RDMA path";
         }
-        const char* severity = label == kLabelFailRisk ? "critical" : "warning";
-        out.push_back(make_finding("fabric_packet_loss", "fabric", severity, label, key, SubjectKind::kPort,
-                                   std::move(msg), std::move(ev), score, "network"));
+        const Severity severity = label == Label::kFailRisk ? Severity::kCritical : Severity::kWarning;
+        out.push_back(make_finding(rule::kFabricPacketLoss, label, severity, key, SubjectKind::kPort,
+                                   std::move(msg), std::move(ev), score, Hint::kNetwork));
     }
 }
 
@@ -145,19 +145,19 @@ void rdma_error_rule(const RuleInput& in, Findings& out) {
     if (!in.rates) return;
     const Rates& r = *in.rates;
     struct Check {
-        const char* code;
+        const RuleDescriptor& rule;
         std::vector<CounterName> counters;
         const char* what;
     };
     static const Check checks[] = {
-        {"fabric_ack_timeout",
+        {rule::kFabricAckTimeout,
          {"local_ack_timeout_err", "roce_adp_retrans_to"},
          "ACK timeouts — each one stalls the queue pair for a full transport timeout"},
-        {"fabric_retry_exceeded",
+        {rule::kFabricRetryExceeded,
          {"req_tx_retry_excd", "req_tx_retry_excd_err", "req_transport_retries_exceeded",
           "req_rnr_retries_exceeded"},
          "transport retries exhausted — the queue pair went to error, NCCL will abort"},
-        {"fabric_qp_error",
+        {rule::kFabricQpError,
          {"req_cqe_error", "resp_cqe_error", "req_remote_access_errors", "resp_remote_access_errors",
           "req_remote_invalid_request", "resp_local_length_error"},
          "completions with error — a queue pair failed"},
@@ -177,29 +177,29 @@ void rdma_error_rule(const RuleInput& in, Findings& out) {
             for (const CounterName name : c.counters)
                 if (auto d = delta_of(hw, name)) ev[std::string(name.name())] = static_cast<double>(d->delta);
             ev["events"] = n;
-            out.push_back(make_finding(c.code, "fabric", "critical", kLabelFailRisk, key, SubjectKind::kPort,
+            out.push_back(make_finding(c.rule, Severity::kCritical, key, SubjectKind::kPort,
                                        key + ": " + fmt_num(n) + " " + c.what, std::move(ev), 1 + n,
-                                       "network"));
+                                       Hint::kNetwork));
         }
         if (auto rnr = sum_deltas(hw, {"rnr_nak_retry_err"}); rnr && *rnr >= in.t.rnr_nak_min_events) {
             Evidence ev{{"rnr_nak_retry_err", *rnr}, {"threshold", in.t.rnr_nak_min_events}};
-            out.push_back(
-                make_finding("fabric_rnr_nak", "fabric", "warning", kLabelFailRisk, key, SubjectKind::kPort,
-                             key + ": " + fmt_num(*rnr) + " RNR NAKs (receiver not ready; threshold " +
-                                 fmt_num(in.t.rnr_nak_min_events) +
-                                 ") — a peer posts receives too slowly, retries are running out",
-                             std::move(ev), *rnr / in.t.rnr_nak_min_events, "network"));
+            out.push_back(make_finding(rule::kFabricRnrNak, Severity::kWarning, key, SubjectKind::kPort,
+                                       key + ": " + fmt_num(*rnr) +
+                                           " RNR NAKs (receiver not ready; threshold " +
+                                           fmt_num(in.t.rnr_nak_min_events) +
+                                           ") — a peer posts receives too slowly, retries are running out",
+                                       std::move(ev), *rnr / in.t.rnr_nak_min_events, Hint::kNetwork));
         }
         if (auto oob = sum_deltas(hw, {"out_of_buffer"})) {
             const double rate = per_s(*oob, r);
             if (rate >= in.t.host_rx_discards_per_s && rate > 0) {
                 Evidence ev{{"out_of_buffer_per_s", rate}, {"threshold_per_s", in.t.host_rx_discards_per_s}};
                 out.push_back(make_finding(
-                    "host_rx_backpressure", "fabric", "warning", kLabelSlow, key, SubjectKind::kPort,
+                    rule::kHostRxBackpressure, Severity::kWarning, key, SubjectKind::kPort,
                     key + ": " + fmt_num(rate) +
                         " packets/s dropped for lack of receive buffers (threshold " +
                         fmt_num(in.t.host_rx_discards_per_s) + "/s) — this host consumes too slowly",
-                    std::move(ev), rate / std::max(in.t.host_rx_discards_per_s, 1e-9), "network"));
+                    std::move(ev), rate / std::max(in.t.host_rx_discards_per_s, 1e-9), Hint::kNetwork));
             }
         }
     }
@@ -223,11 +223,11 @@ void link_flap_rule(const RuleInput& in, Findings& out) {
         if (recovered) ev["link_error_recovery"] = *recovered;
         if (phy) ev["link_down_events_phy"] = *phy;
         out.push_back(make_finding(
-            "fabric_link_flap", "fabric", "critical", kLabelFailRisk, key, SubjectKind::kPort,
+            rule::kFabricLinkFlap, Severity::kCritical, key, SubjectKind::kPort,
             key + ": link went down/retrained " + fmt_num(n) + " time(s) during the step (link_downed +" +
                 fmt_num(downed.value_or(0)) + ", link_error_recovery +" + fmt_num(recovered.value_or(0)) +
                 ") — check cable/transceiver; collectives over it stall or abort",
-            std::move(ev), 1 + n, "network"));
+            std::move(ev), 1 + n, Hint::kNetwork));
     }
 }
 
@@ -238,8 +238,7 @@ void cc_misconfig_rule(const RuleInput& in, Findings& out) {
         const std::string& key = rows.key;
         const auto ignored = sum_deltas(rows.hw, {"rp_cnp_ignored"});
         if (!ignored || *ignored <= 0) continue;
-        out.push_back(make_finding("fabric_cc_misconfigured", "fabric", "warning", kLabelFast, key,
-                                   SubjectKind::kPort,
+        out.push_back(make_finding(rule::kFabricCcMisconfigured, Severity::kWarning, key, SubjectKind::kPort,
                                    key + ": " + fmt_num(*ignored) +
                                        " CNPs ignored — RoCE congestion control (DCQCN/ECN) is off for this "
                                        "priority, congestion will turn into PFC pauses",
@@ -265,21 +264,22 @@ namespace {
                                 fmt_num(in.t.iface_errors_per_mpkt) + ")";
     if (is_rdma_netdev(in.cur, iface.name)) {
         out.push_back(make_finding(
-            "fabric_interface_errors", "fabric", "warning", kLabelSlow, iface.name, SubjectKind::kInterface,
+            rule::kFabricInterfaceErrors, Severity::kWarning, iface.name, SubjectKind::kInterface,
             iface.name + " (RoCE netdev): " + numbers + " on the RDMA path", std::move(ev),
-            ppm / std::max(in.t.iface_errors_per_mpkt, 1e-9), "network"));
+            ppm / std::max(in.t.iface_errors_per_mpkt, 1e-9), Hint::kNetwork));
     } else if (!node_has_rdma) {
         out.push_back(make_finding(
-            "network_interface_errors", "network", "warning", kLabelSlow, iface.name, SubjectKind::kInterface,
+            rule::kNetworkInterfaceErrors, Label::kSlow, Severity::kWarning, iface.name,
+            SubjectKind::kInterface,
             iface.name + ": " + numbers + " — no RDMA port on this node, so this is the data path",
-            std::move(ev), ppm / std::max(in.t.iface_errors_per_mpkt, 1e-9), "network"));
+            std::move(ev), ppm / std::max(in.t.iface_errors_per_mpkt, 1e-9), Hint::kNetwork));
     } else {
         ev["rdma_path"] = std::string("no");
-        out.push_back(make_finding(
-            "network_interface_errors", "network", "info", kLabelFast, iface.name, SubjectKind::kInterface,
-            iface.name + ": " + numbers +
-                " — TCP/Ethernet only, not the RDMA path; not counted against the step",
-            std::move(ev), 1));
+        out.push_back(
+            make_finding(rule::kNetworkInterfaceErrors, Severity::kInfo, iface.name, SubjectKind::kInterface,
+                         iface.name + ": " + numbers +
+                             " — TCP/Ethernet only, not the RDMA path; not counted against the step",
+                         std::move(ev), 1));
     }
 }
 
@@ -316,12 +316,12 @@ void PortStateRule::evaluate(const RuleInput& in, Findings& out) {
             if (port.rate_gbps) {
                 if (*port.rate_gbps < h.best_rate) {
                     out.push_back(make_finding(
-                        "fabric_port_degraded", "fabric", "warning", kLabelSlow, key, SubjectKind::kPort,
+                        rule::kFabricPortDegraded, Severity::kWarning, key, SubjectKind::kPort,
                         key + ": link rate fell from " + fmt_num(h.best_rate) + " to " +
                             fmt_num(*port.rate_gbps) +
                             " Gb/s during the step — link retrained at a lower width/speed",
                         Evidence{{"rate_gbps", *port.rate_gbps}, {"best_rate_gbps", h.best_rate}},
-                        h.best_rate / std::max(*port.rate_gbps, 1.0), "network"));
+                        h.best_rate / std::max(*port.rate_gbps, 1.0), Hint::kNetwork));
                 }
                 h.best_rate = std::max(h.best_rate, *port.rate_gbps);
             }
@@ -329,9 +329,9 @@ void PortStateRule::evaluate(const RuleInput& in, Findings& out) {
         }
         // A port that is down stays down: these fire every sample of the step (an uncabled port on many
         // nodes), so they are written into the kept slots; nullptr when nobody reads their text.
-        const auto add_port = [&](const char* code, const char* severity, const char* label, double score,
-                                  const char* hint) -> Finding* {
-            Finding& f = out.add(code, "fabric", severity, label, SubjectKind::kPort, score, hint);
+        const auto add_port = [&](const RuleDescriptor& rule, Severity severity, double score,
+                                  Hint hint) -> Finding* {
+            Finding& f = out.add(rule, severity, SubjectKind::kPort, score, hint);
             f.reason.subject.assign(key);
             if (!out.details_wanted(f)) return nullptr;
             f.reason.evidence["state"] = port.state;
@@ -341,7 +341,7 @@ void PortStateRule::evaluate(const RuleInput& in, Findings& out) {
         const std::string_view phys = port.phys_state.empty() ? std::string_view("?") : port.phys_state;
         const bool polling = port.phys_state == "Polling" || port.phys_state == "LinkErrorRecovery";
         if (h.was_active || polling) {
-            Finding* f = add_port("fabric_port_down", "critical", kLabelFailRisk, 2, "network");
+            Finding* f = add_port(rule::kFabricPortDown, Severity::kCritical, 2, Hint::kNetwork);
             if (!f) continue;
             append_parts(
                 f->reason.message, key, ": port is ", port.state, " (", phys, ")",
@@ -350,7 +350,7 @@ void PortStateRule::evaluate(const RuleInput& in, Findings& out) {
         } else if (auto busy = busy_siblings(in, port); !busy.empty()) {
             // Down before the step, but its siblings carry the job's traffic: a compute rail is missing
             // and every collective on this node runs on fewer rails (SLOW, whenever it went down).
-            Finding* f = add_port("fabric_rail_down", "warning", kLabelSlow, 1.5, "network");
+            Finding* f = add_port(rule::kFabricRailDown, Severity::kWarning, 1.5, Hint::kNetwork);
             if (!f) continue;
             std::string names;
             for (const auto* p : busy) names += (names.empty() ? "" : ", ") + p->key();
@@ -367,7 +367,7 @@ void PortStateRule::evaluate(const RuleInput& in, Findings& out) {
                    })) {
             continue;  // rail or unused port: the siblings' traffic tells, from the second sample on
         } else {
-            if (Finding* f = add_port("fabric_port_inactive", "info", kLabelFast, 1, ""))
+            if (Finding* f = add_port(rule::kFabricPortInactive, Severity::kInfo, 1, Hint::kNone))
                 append_parts(f->reason.message, key, ": port ", port.state, " (", port.phys_state,
                              ") since the step started — not cabled or not used");
         }

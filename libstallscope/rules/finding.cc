@@ -10,14 +10,16 @@
 
 namespace stallscope {
 
-Finding make_finding(const char* code, const char* category, const char* severity, const char* label,
-                     std::string subject, SubjectKind kind, std::string message, Evidence evidence,
-                     double score, const char* hint) {
+Finding make_finding(const RuleDescriptor& rule, Label label, Severity severity, std::string subject,
+                     SubjectKind kind, std::string message, Evidence evidence, double score, Hint hint) {
     Finding f;
-    f.reason.code = code;
-    f.reason.category = category;
-    f.reason.severity = severity;
-    f.reason.label = label;
+    f.rule = &rule;
+    f.label = label;
+    f.severity = severity;
+    f.reason.code = rule.code;
+    f.reason.category = to_string(rule.category);
+    f.reason.severity = to_string(severity);
+    f.reason.label = to_string(label);
     f.reason.subject = std::move(subject);
     f.reason.message = std::move(message);
     f.reason.evidence = std::move(evidence);
@@ -27,26 +29,40 @@ Finding make_finding(const char* code, const char* category, const char* severit
     return f;
 }
 
+Finding make_finding(const RuleDescriptor& rule, Severity severity, std::string subject, SubjectKind kind,
+                     std::string message, Evidence evidence, double score, Hint hint) {
+    return make_finding(rule, rule.label, severity, std::move(subject), kind, std::move(message),
+                        std::move(evidence), score, hint);
+}
+
 Finding& Findings::next_slot() {
     if (size_ == slots_.size()) slots_.emplace_back();
     return slots_[size_++];
 }
 
-Finding& Findings::add(std::string_view code, std::string_view category, std::string_view severity,
-                       std::string_view label, SubjectKind kind, double score, std::string_view hint) {
+Finding& Findings::add(const RuleDescriptor& rule, Label label, Severity severity, SubjectKind kind,
+                       double score, Hint hint) {
     Finding& f = next_slot();
     Reason& r = f.reason;
-    assign_if_other(r.code, code);
-    assign_if_other(r.category, category);
-    assign_if_other(r.severity, severity);
-    assign_if_other(r.label, label);
+    // A slot's strings are those of its typed fields; a fresh slot, or one whose reason was taken, has
+    // no rule and writes them all.
+    const bool same_rule = f.rule == &rule;
+    if (!same_rule) {
+        r.code.assign(rule.code);
+        r.category.assign(to_string(rule.category));
+        f.rule = &rule;
+    }
+    if (!same_rule || f.label != label) r.label.assign(to_string(label));
+    if (!same_rule || f.severity != severity) r.severity.assign(to_string(severity));
+    f.label = label;
+    f.severity = severity;
     r.subject.clear();
     r.message.clear();
     r.evidence.clear();
     r.first_seen = 0;
     f.kind = kind;
     f.score = score;
-    assign_if_other(f.hint, hint);
+    f.hint = hint;
     f.since = 0;
     f.refresh = false;
     f.late.write = nullptr;  // its texts keep their storage; verdict_owner/entry are the verdict's cache

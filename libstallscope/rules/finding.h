@@ -13,7 +13,9 @@
 #include "libstallscope/model/profile.h"
 #include "libstallscope/model/rates.h"
 #include "libstallscope/model/snapshot.h"
+#include "libstallscope/rules/rule_descriptor.h"
 #include "libstallscope/rules/thresholds.h"
+#include "libstallscope/rules/vocabulary.h"
 #include "libstallscope/util/same_name.h"
 
 namespace stallscope {
@@ -86,26 +88,52 @@ struct VerdictEntry;
 // replay's verdict-only pass a rule that refreshes every sample (a throttled GPU) hands these over
 // instead, and the verdict writes the text once, when it is built (the rule's message and evidence were
 // 14 % of a vm replay). The rule writes them through the same function when they are wanted at once.
+// Its fields are those of the one finding that defers today, a share of a window of samples (the HW
+// slowdown kinds of gpu_window_rules.cc, per GPU or node-wide); a rule that defers others adds its own.
 struct LateDetails {
     // Writes r.message and r.evidence (r's code and subject are the finding's); nullptr: nothing late.
     void (*write)(const LateDetails& d, Reason& r) = nullptr;
-    std::array<double, 12> numbers{};
-    std::array<std::string, 2> texts;  // e.g. a GPU's name and uuid
+    std::size_t kind = 0;        // which condition, in the rule's own table
+    double share = 0;            // of the window it held; node-wide: the smallest of the GPUs'
+    double window_seconds = 0;   // what the window holds
+    double window_setting = 0;   // how long the window grows (the threshold's seconds)
+    double threshold_share = 0;  // the share at which it fires
+    int gpu_index = -1;          // per GPU
+    Counter sm_clock_mhz;        // per GPU, when measured
+    Gauge power_w;               // per GPU, when measured
+    std::size_t gpus_affected = 0, gpus_total = 0;  // node-wide
+    std::string gpu_name, gpu_uuid;                 // per GPU
 
     // *this = other, each text written only where it differs: the verdict keeps the latest of a finding
     // that refreshes every sample, and its texts (a GPU's name and uuid) are the same every time.
     void assign_from(const LateDetails& other) {
         write = other.write;
-        numbers = other.numbers;
-        for (std::size_t i = 0; i < texts.size(); ++i) assign_if_other(texts[i], other.texts[i]);
+        kind = other.kind;
+        share = other.share;
+        window_seconds = other.window_seconds;
+        window_setting = other.window_setting;
+        threshold_share = other.threshold_share;
+        gpu_index = other.gpu_index;
+        sm_clock_mhz = other.sm_clock_mhz;
+        power_w = other.power_w;
+        gpus_affected = other.gpus_affected;
+        gpus_total = other.gpus_total;
+        assign_if_other(gpu_name, other.gpu_name);
+        assign_if_other(gpu_uuid, other.gpu_uuid);
     }
 };
 
 struct Finding {
+    // reason.code, category, severity and label are the model's strings of `rule`, `label` and `severity`
+    // (written by Findings::add and make_finding): the rules, the profiler and the verdict read the typed
+    // fields, the JSON and text writers the strings.
     Reason reason;
+    const RuleDescriptor* rule = nullptr;
+    Label label = Label::kFast;
+    Severity severity = Severity::kInfo;
     SubjectKind kind = SubjectKind::kOther;
     double score = 1;  // value / threshold (>= 1 when it fired): ranks worst samples, drives confidence
-    std::string hint;  // compute | network | memory, or "" (no opinion on the bottleneck)
+    Hint hint = Hint::kNone;
     double since = 0;  // windowed rules: when the condition began (0 = this sample)
     // The message describes the condition so far ("in 80 % of the last 40 s"): the step summary keeps
     // the latest message instead of the first one, which described only the first interval.
@@ -118,6 +146,12 @@ struct Finding {
     // id it names (ids are never reused, not even by a copy) and checked against the code and subject.
     mutable std::uint64_t verdict_owner = 0;
     mutable const VerdictEntry* verdict_entry = nullptr;
+
+    // Moves the reason out (into a Profile); the slot writes all its strings again on its next add().
+    Reason take_reason() {
+        rule = nullptr;
+        return std::move(reason);
+    }
 };
 
 // The findings of one sample, in the order the rules add them. clear() keeps every Finding it held, with
@@ -129,14 +163,17 @@ struct Finding {
 // Rules that fire rarely may keep push_back(make_finding(...)).
 class Findings {
   public:
-    // The next finding, its fixed fields set (strings copied into the slot's storage), subject and message
-    // empty, evidence empty, since 0, refresh false: the rule writes the rest. The reference is good until
-    // the next add() or push_back().
-    // A field that already holds its value is left as is (a kept slot's code, label and hint are the
-    // same sample after sample): a compare of a few bytes where the assign and its strlen were 500
-    // instructions an add, 5 % of a vm replay.
-    Finding& add(std::string_view code, std::string_view category, std::string_view severity,
-                 std::string_view label, SubjectKind kind, double score = 1, std::string_view hint = {});
+    // The next finding of `rule`, at the rule's label or at `label`: its fixed fields set, subject and
+    // message empty, evidence empty, since 0, refresh false; the rule writes the rest. The reference is
+    // good until the next add() or push_back().
+    // The reason's strings are written when the slot's rule, label or severity changes: a kept slot holds
+    // the same finding sample after sample, and rewriting its four strings was 5 % of a vm replay.
+    Finding& add(const RuleDescriptor& rule, Severity severity, SubjectKind kind, double score = 1,
+                 Hint hint = Hint::kNone) {
+        return add(rule, rule.label, severity, kind, score, hint);
+    }
+    Finding& add(const RuleDescriptor& rule, Label label, Severity severity, SubjectKind kind,
+                 double score = 1, Hint hint = Hint::kNone);
     void push_back(Finding&& f);  // a finding built whole
     void clear() { size_ = 0; }   // the findings' storage stays for the next sample
 
@@ -186,10 +223,12 @@ Evidence gpu_evidence(const Gpu& g);
 // The same ids added to `ev` (a Findings slot's evidence, emptied by add()).
 void add_gpu_evidence(const Gpu& g, Evidence& ev);
 
-// Builds a finding; `label` is the label it pushes towards (kLabelSlow, ...).
-Finding make_finding(const char* code, const char* category, const char* severity, const char* label,
-                     std::string subject, SubjectKind kind, std::string message, Evidence evidence,
-                     double score = 1, const char* hint = "");
+// Builds a finding of `rule`, pushing towards the rule's label or towards `label`.
+Finding make_finding(const RuleDescriptor& rule, Severity severity, std::string subject, SubjectKind kind,
+                     std::string message, Evidence evidence, double score = 1, Hint hint = Hint::kNone);
+Finding make_finding(const RuleDescriptor& rule, Label label, Severity severity, std::string subject,
+                     SubjectKind kind, std::string message, Evidence evidence, double score = 1,
+                     Hint hint = Hint::kNone);
 
 // Numbers in messages: 1250, 12.5, 0.25 (no trailing zeros, no exponent for ordinary values).
 std::string fmt_num(double value);
@@ -317,21 +356,5 @@ class PerGpu {
     GpuSlots own_;
     std::string key_;
 };
-
-// Label precedence: FAIL_RISK > SLOW > UNKNOWN > FAST (positive evidence beats missing data); anything
-// else ranks as FAST. Inline, by length first: the profiler and the verdict rank every finding of every
-// sample (3 % of a vm replay as an out-of-line string compare).
-inline int label_rank(std::string_view label) {
-    switch (label.size()) {
-        case 9:
-            return label == kLabelFailRisk ? 3 : 0;
-        case 4:
-            return label == kLabelSlow ? 2 : 0;
-        case 7:
-            return label == kLabelUnknown ? 1 : 0;
-        default:
-            return 0;
-    }
-}
 
 }  // namespace stallscope

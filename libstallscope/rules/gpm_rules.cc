@@ -143,13 +143,14 @@ void gpu_low_sm_activity_rule(const RuleInput& in, Findings& out) {
                           ? "waiting on input (the job's CPU or I/O is under pressure or throttled)"
                       : hint == "memory" ? "memory-bandwidth bound"
                                          : "kernels too small, launch-bound or synchronising";
-    out.push_back(
-        make_finding("gpu_low_sm_activity", "gpu", "warning", kLabelSlow, "gpus", SubjectKind::kOther,
-                     "mean SM activity " + fmt_num(*sm) + " % over " + std::to_string(m.gpus) + " GPU(s)" +
-                         (util ? " while utilization reads " + fmt_num(*util) + " %"
-                               : std::string(" (MIG: no utilization)")) +
-                         " (threshold " + fmt_num(kLowSmActivityPct) + " %) — " + why,
-                     std::move(ev), kLowSmActivityPct / std::max(*sm, 1.0), hint ? hint->c_str() : ""));
+    out.push_back(make_finding(rule::kGpuLowSmActivity, Severity::kWarning, "gpus", SubjectKind::kOther,
+                               "mean SM activity " + fmt_num(*sm) + " % over " + std::to_string(m.gpus) +
+                                   " GPU(s)" +
+                                   (util ? " while utilization reads " + fmt_num(*util) + " %"
+                                         : std::string(" (MIG: no utilization)")) +
+                                   " (threshold " + fmt_num(kLowSmActivityPct) + " %) — " + why,
+                               std::move(ev), kLowSmActivityPct / std::max(*sm, 1.0),
+                               hint ? hint_from_string(*hint).value_or(Hint::kNone) : Hint::kNone));
 }
 
 void gpu_link_error_rule(const RuleInput& in, Findings& out) {
@@ -174,24 +175,24 @@ void gpu_link_error_rule(const RuleInput& in, Findings& out) {
             ev["nvlink_recovery_errors_delta"] = static_cast<double>(recovery);
             const bool recovered = recovery > 0;
             out.push_back(make_finding(
-                "gpu_nvlink_errors", "fabric", recovered ? "critical" : "warning",
-                recovered ? kLabelFailRisk : kLabelSlow, std::string(key), SubjectKind::kGpu,
+                rule::kGpuNvlinkErrors, recovered ? Label::kFailRisk : Label::kSlow,
+                recovered ? Severity::kCritical : Severity::kWarning, std::string(key), SubjectKind::kGpu,
                 gpu_name(g) + ": NVLink errors this interval (CRC " + std::to_string(crc) + ", replay " +
                     std::to_string(replay) + ", recovery " + std::to_string(recovery) + ")" +
                     (recovered
                          ? " — a link retrained; it may drop or run degraded (check nvidia-smi nvlink -s)"
                          : " — retransmissions slow every collective over this GPU's links"),
-                std::move(ev), 1 + static_cast<double>(crc + replay + 10 * recovery), "network"));
+                std::move(ev), 1 + static_cast<double>(crc + replay + 10 * recovery), Hint::kNetwork));
         }
         if (pcie > 0) {
             Evidence ev = gpu_evidence(g);
             ev["pcie_replay_delta"] = static_cast<double>(pcie);
-            out.push_back(make_finding("gpu_pcie_replay", "fabric", "warning", kLabelSlow, std::string(key),
+            out.push_back(make_finding(rule::kGpuPcieReplay, Severity::kWarning, std::string(key),
                                        SubjectKind::kGpu,
                                        gpu_name(g) + ": " + std::to_string(pcie) +
                                            " PCIe replay(s) this interval — link errors between host and GPU "
                                            "(riser, slot, retimer)",
-                                       std::move(ev), 1 + static_cast<double>(pcie), "network"));
+                                       std::move(ev), 1 + static_cast<double>(pcie), Hint::kNetwork));
         }
     }
 }
@@ -234,14 +235,14 @@ void gpu_pcie_link_rule(const RuleInput& in, Findings& out) {
         const double lanes = narrow ? static_cast<double>(*l.max_width) / static_cast<double>(*l.width) : 1;
         const double gens = slow ? std::ldexp(1.0, static_cast<int>(*l.max_generation - *l.generation)) : 1;
         out.push_back(make_finding(
-            "gpu_pcie_link_degraded", "fabric", "warning", kLabelSlow, std::string(gpu_key_view(g, buf)),
+            rule::kGpuPcieLinkDegraded, Severity::kWarning, std::string(gpu_key_view(g, buf)),
             SubjectKind::kGpu,
             gpu_name(g) + ": PCIe link at " + text(l.generation, l.width) + " of " +
                 text(l.max_generation, l.max_width) +
                 (narrow ? " — fewer lanes than the GPU supports (riser, slot, retimer or seating)"
                         : " while the GPU is busy — the link trained to a lower generation") +
                 "; host-GPU copies run at a fraction of their speed",
-            std::move(ev), lanes * gens, "network"));
+            std::move(ev), lanes * gens, Hint::kNetwork));
     }
 }
 
@@ -283,11 +284,11 @@ void ForeignProcessRule::evaluate(const RuleInput& in, Findings& out) {
             else if (seen.peak_known)
                 memory = " holding " + gib(seen.peak_bytes) + " GiB";
             const std::string duration = stayed > 0 ? " for " + fmt_duration(stayed) : "";
-            Finding f = make_finding(
-                "gpu_foreign_process", "gpu", "warning", kLabelSlow, gpu_key(g), SubjectKind::kGpu,
-                gpu_name(g) + ": process " + std::to_string(p.pid) + " of " + who + memory + duration +
-                    " on this step's GPU — it competes for SMs and memory",
-                std::move(ev), 2, "compute");
+            Finding f =
+                make_finding(rule::kGpuForeignProcess, Severity::kWarning, gpu_key(g), SubjectKind::kGpu,
+                             gpu_name(g) + ": process " + std::to_string(p.pid) + " of " + who + memory +
+                                 duration + " on this step's GPU — it competes for SMs and memory",
+                             std::move(ev), 2, Hint::kCompute);
             f.refresh =
                 true;  // the verdict keeps the latest: the peak and the whole stay, not the first look
             f.since = seen.first;

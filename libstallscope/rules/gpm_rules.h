@@ -59,10 +59,18 @@ class StepGpus {
 // gpu_low_sm_activity (SLOW): the step's GPUs read >= kLowSmBusyUtilPct utilization (or none, on MIG)
 // but mean GPM SM activity < kLowSmActivityPct. Its hint says what they wait for (gpm_bottleneck_hint).
 void gpu_low_sm_activity_rule(const RuleInput& in, Findings& out);
+namespace rule {
+inline constexpr RuleDescriptor kGpuLowSmActivity{"gpu_low_sm_activity", Category::kGpu, Label::kSlow, 83,
+                                                  Role::kSymptom};
+}  // namespace rule
 
 // gpu_nvlink_errors (fabric): NVLink CRC / replay error deltas > 0 -> SLOW; recovery errors (the link
 // retrained) -> FAIL_RISK. gpu_pcie_replay (fabric, SLOW): PCIe replay counter delta > 0.
 void gpu_link_error_rule(const RuleInput& in, Findings& out);
+namespace rule {
+inline constexpr RuleDescriptor kGpuNvlinkErrors{"gpu_nvlink_errors", Category::kFabric, Label::kSlow, 33};
+inline constexpr RuleDescriptor kGpuPcieReplay{"gpu_pcie_replay", Category::kFabric, Label::kSlow, 34};
+}  // namespace rule
 
 // gpu_foreign_process (SLOW, gpu): a process of another job or another user holds one of the step's GPUs
 // (its cgroup names another job_*, or another uid outside any job): it competes for SMs and memory. The
@@ -80,8 +88,21 @@ class ForeignProcessRule {
     };
     std::map<std::string, Seen, std::less<>> seen_;  // "<gpu key>\x1f<pid>"; pruned when processes leave
 };
+namespace rule {
+inline constexpr RuleDescriptor kGpuForeignProcess{"gpu_foreign_process", Category::kGpu, Label::kSlow, 56};
+}  // namespace rule
 
 // gpu_low_sm_activity and the NVLink/PCIe error rules, in order (one line in the profiler).
 void gpu_depth_rules(const RuleInput& in, Findings& out);
+namespace rule {
+inline constexpr RuleDescriptor kGpuPcieLinkDegraded{"gpu_pcie_link_degraded", Category::kFabric,
+                                                     Label::kSlow, 35};
+}  // namespace rule
+
+// Every code this family emits, for rule_catalog().
+inline constexpr const RuleDescriptor* kGpmRules[] = {
+    &rule::kGpuLowSmActivity,    &rule::kGpuNvlinkErrors,   &rule::kGpuPcieReplay,
+    &rule::kGpuPcieLinkDegraded, &rule::kGpuForeignProcess,
+};
 
 }  // namespace stallscope

@@ -23,7 +23,7 @@ void gpu_low_utilization_rule(const RuleInput& in, Findings& out) {
     const double mean = sum / n;
     if (mean >= in.t.gpu_util_low_pct) return;
     // An under-fed job's GPUs are under-fed all day: written into a kept slot (Findings::add).
-    Finding& f = out.add("gpu_low_utilization", "gpu", "warning", kLabelSlow, SubjectKind::kOther,
+    Finding& f = out.add(rule::kGpuLowUtilization, Severity::kWarning, SubjectKind::kOther,
                          in.t.gpu_util_low_pct / std::max(mean, 1.0));
     f.reason.subject.assign("gpus");
     if (!out.details_wanted(f)) return;
@@ -42,8 +42,8 @@ void gpu_memory_high_rule(const RuleInput& in, Findings& out) {
         const double pct =
             static_cast<double>(*g.memory_used_bytes) / static_cast<double>(*g.memory_total_bytes) * 100;
         if (pct < in.t.gpu_memory_high_pct) continue;
-        Finding& f = out.add("gpu_memory_high", "gpu", "warning", kLabelFast, SubjectKind::kGpu,
-                             pct / std::max(in.t.gpu_memory_high_pct, 1e-9), "memory");
+        Finding& f = out.add(rule::kGpuMemoryHigh, Severity::kWarning, SubjectKind::kGpu,
+                             pct / std::max(in.t.gpu_memory_high_pct, 1e-9), Hint::kMemory);
         gpu_key_into(g, f.reason.subject);
         if (!out.details_wanted(f)) continue;
         append_parts(f.reason.message, gpu_name(g), ": ", fmt_num(pct), " % of GPU memory in use (threshold ",
@@ -57,8 +57,8 @@ void gpu_memory_high_rule(const RuleInput& in, Findings& out) {
 void gpu_temperature_rule(const RuleInput& in, Findings& out) {
     for (const auto& g : in.cur.gpus) {
         if (!g.temperature_c || *g.temperature_c < in.t.gpu_temp_warn_c) continue;
-        Finding& f = out.add("gpu_temperature_high", "gpu", "warning", kLabelFast, SubjectKind::kGpu,
-                             *g.temperature_c / std::max(in.t.gpu_temp_warn_c, 1e-9), "compute");
+        Finding& f = out.add(rule::kGpuTemperatureHigh, Severity::kWarning, SubjectKind::kGpu,
+                             *g.temperature_c / std::max(in.t.gpu_temp_warn_c, 1e-9), Hint::kCompute);
         gpu_key_into(g, f.reason.subject);
         if (!out.details_wanted(f)) continue;
         append_parts(f.reason.message, gpu_name(g), ": ", fmt_num(*g.temperature_c), " °C (threshold ",
@@ -74,8 +74,8 @@ void gpu_ecc_rule(const RuleInput& in, Findings& out) {
         const Gpu& g = in.cur.gpus[i];
         if (in.rates) {
             if (auto d = delta_of(gpu_row(in, i), "ecc_uncorrected"); d && d->delta > 0) {
-                Finding& f = out.add("gpu_ecc_uncorrected", "gpu", "critical", kLabelFailRisk,
-                                     SubjectKind::kGpu, 2 + static_cast<double>(d->delta));
+                Finding& f = out.add(rule::kGpuEccUncorrected, Severity::kCritical, SubjectKind::kGpu,
+                                     2 + static_cast<double>(d->delta));
                 gpu_key_into(g, f.reason.subject);
                 append_parts(f.reason.message, gpu_name(g), ": ", std::to_string(d->delta),
                              " uncorrected ECC error(s) during the step — data corrupted, the process will "
@@ -87,9 +87,8 @@ void gpu_ecc_rule(const RuleInput& in, Findings& out) {
         // Both stay until the GPU is reset: every sample of the job, written into a kept slot.
         const bool failed = g.remapped_rows_failure.value_or(0) > 0;
         if (!failed && g.remapped_rows_pending.value_or(0) == 0) continue;
-        Finding& f =
-            failed ? out.add("gpu_row_remap_failure", "gpu", "critical", kLabelFailRisk, SubjectKind::kGpu, 3)
-                   : out.add("gpu_row_remap_pending", "gpu", "warning", kLabelFailRisk, SubjectKind::kGpu, 2);
+        Finding& f = failed ? out.add(rule::kGpuRowRemapFailure, Severity::kCritical, SubjectKind::kGpu, 3)
+                            : out.add(rule::kGpuRowRemapPending, Severity::kWarning, SubjectKind::kGpu, 2);
         gpu_key_into(g, f.reason.subject);
         if (!out.details_wanted(f)) continue;
         if (failed)
@@ -186,40 +185,38 @@ void xid_rule(const RuleInput& in, Findings& out) {
         const std::string subject = e.gpu ? gpu_key(*e.gpu) : (e.bus_id.empty() ? "xid" : e.bus_id);
         const std::string head = who + ": Xid " + std::to_string(e.code);
         if (!e.gpu && !in.cur.gpus.empty()) {
-            out.push_back(make_finding("gpu_xid_other_gpu", "gpu", "info", kLabelFast, subject,
-                                       SubjectKind::kOther, head + " on a GPU that is not one of this step's",
-                                       std::move(ev), 1));
+            out.push_back(make_finding(rule::kGpuXidOtherGpu, Severity::kInfo, subject, SubjectKind::kOther,
+                                       head + " on a GPU that is not one of this step's", std::move(ev), 1));
             continue;
         }
         switch (c) {
             case XidClass::kCritical:
-                out.push_back(make_finding(
-                    "gpu_xid_critical", "gpu", "critical", kLabelFailRisk, subject, SubjectKind::kGpu,
-                    head + (e.code == 79 ? " (GPU has fallen off the bus)" : "") +
-                        " — critical GPU error, the GPU needs a reset/reboot; drain the node",
-                    std::move(ev), 4));
+                out.push_back(
+                    make_finding(rule::kGpuXidCritical, Severity::kCritical, subject, SubjectKind::kGpu,
+                                 head + (e.code == 79 ? " (GPU has fallen off the bus)" : "") +
+                                     " — critical GPU error, the GPU needs a reset/reboot; drain the node",
+                                 std::move(ev), 4));
                 break;
             case XidClass::kApp:
-                out.push_back(make_finding(
-                    "gpu_xid_app_error", "gpu", "warning", kLabelFailRisk, subject, SubjectKind::kGpu,
-                    head +
-                        (e.code == 13 ? " (graphics engine exception)"
-                         : c == XidClass::kApp && e.code == 94
-                             ? " (contained ECC error, RST: No: no GPU reset needed)"
-                             : "") +
-                        " — the application faulted on the GPU; the job is likely to die "
-                        "(restart the app, node is reusable)",
-                    std::move(ev), 3));
+                out.push_back(
+                    make_finding(rule::kGpuXidAppError, Severity::kWarning, subject, SubjectKind::kGpu,
+                                 head +
+                                     (e.code == 13 ? " (graphics engine exception)"
+                                      : c == XidClass::kApp && e.code == 94
+                                          ? " (contained ECC error, RST: No: no GPU reset needed)"
+                                          : "") +
+                                     " — the application faulted on the GPU; the job is likely to die "
+                                     "(restart the app, node is reusable)",
+                                 std::move(ev), 3));
                 break;
             case XidClass::kWarning:
-                out.push_back(make_finding("gpu_xid_warning", "gpu", "warning", kLabelSlow, subject,
+                out.push_back(make_finding(rule::kGpuXidWarning, Severity::kWarning, subject,
                                            SubjectKind::kGpu, head + " — GPU warning event", std::move(ev),
-                                           1.5, "compute"));
+                                           1.5, Hint::kCompute));
                 break;
             case XidClass::kInfo:
-                out.push_back(make_finding("gpu_xid_info", "gpu", "info", kLabelFast, subject,
-                                           SubjectKind::kGpu, head + " — informational GPU event",
-                                           std::move(ev), 1));
+                out.push_back(make_finding(rule::kGpuXidInfo, Severity::kInfo, subject, SubjectKind::kGpu,
+                                           head + " — informational GPU event", std::move(ev), 1));
                 break;
         }
     }

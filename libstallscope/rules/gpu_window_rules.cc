@@ -88,40 +88,25 @@ namespace {
 
 struct HwSlowdownKind {
     unsigned bit;
-    const char* code;
+    const RuleDescriptor& rule;
     const char* what;
 };
 const HwSlowdownKind kHwSlowdownKinds[] = {
-    {kHwPowerBrake, "gpu_power_brake", "HW power brake (external power-brake signal: PSU/board power event)"},
-    {kHwThermal, "gpu_hw_thermal_slowdown", "HW thermal slowdown"},
-    {kHwSlowdown, "gpu_hw_slowdown", "HW slowdown (thermal or power protection)"},
+    {kHwPowerBrake, rule::kGpuPowerBrake,
+     "HW power brake (external power-brake signal: PSU/board power event)"},
+    {kHwThermal, rule::kGpuHwThermalSlowdown, "HW thermal slowdown"},
+    {kHwSlowdown, rule::kGpuHwSlowdown, "HW slowdown (thermal or power protection)"},
 };
 constexpr std::size_t kHwSlowdownKindCount = sizeof kHwSlowdownKinds / sizeof kHwSlowdownKinds[0];
 
-// The numbers a gpu_hw_slowdown message and evidence are written from (LateDetails::numbers).
-enum HwSlowdownNumber : std::size_t {
-    kKindIndex,
-    kShare,          // per GPU: its share; node-wide: the smallest
-    kWindowTotal,    // seconds the window holds
-    kWindowSetting,  // hw_slowdown_window_seconds
-    kThresholdShare,
-    kGpuIndex,    // per GPU
-    kHasSmClock,  // per GPU: 0/1, then the value
-    kSmClock,
-    kHasPower,
-    kPower,
-    kGpusAffected = kGpuIndex,  // node-wide
-    kGpusTotal = kHasSmClock,
-};
-
 const HwSlowdownKind& kind_of(const LateDetails& d) {
-    return kHwSlowdownKinds[static_cast<std::size_t>(d.numbers[kKindIndex])];
+    return kHwSlowdownKinds[d.kind];
 }
 
 // "of the last 600 s" once the window is full; before that, what was observed ("of the 40 s observed").
 void append_window_words(std::string& message, const LateDetails& d) {
-    const double total = d.numbers[kWindowTotal];
-    if (total + 1e-6 >= d.numbers[kWindowSetting])
+    const double total = d.window_seconds;
+    if (total + 1e-6 >= d.window_setting)
         append_parts(message, "the last ", fmt_num(total), " s");
     else
         append_parts(message, "the ", fmt_num(total), " s observed");
@@ -129,38 +114,35 @@ void append_window_words(std::string& message, const LateDetails& d) {
 
 // Every GPU of the node: one node-wide condition (a power brake is a board/PSU signal), one reason.
 void write_node_wide_hw_slowdown(const LateDetails& d, Reason& r) {
-    const auto& n = d.numbers;
     std::string& m = r.message;
-    append_parts(m, "all ", std::to_string(static_cast<long>(n[kGpusAffected])), " GPUs: ", kind_of(d).what,
-                 " in >= ", fmt_num(n[kShare] * 100), " % of ");
+    append_parts(m, "all ", std::to_string(static_cast<long>(d.gpus_affected)), " GPUs: ", kind_of(d).what,
+                 " in >= ", fmt_num(d.share * 100), " % of ");
     append_window_words(m, d);
-    append_parts(m, " (threshold ", fmt_num(n[kThresholdShare] * 100),
+    append_parts(m, " (threshold ", fmt_num(d.threshold_share * 100),
                  " %) — node-wide, clocks forced down on every GPU; needs hardware inspection");
     Evidence& ev = r.evidence;
-    ev["gpus_affected"] = n[kGpusAffected];
-    ev["gpus_total"] = n[kGpusTotal];
-    ev["min_share"] = n[kShare];
-    ev["window_seconds"] = n[kWindowTotal];
-    ev["threshold_share"] = n[kThresholdShare];
+    ev["gpus_affected"] = static_cast<double>(d.gpus_affected);
+    ev["gpus_total"] = static_cast<double>(d.gpus_total);
+    ev["min_share"] = d.share;
+    ev["window_seconds"] = d.window_seconds;
+    ev["threshold_share"] = d.threshold_share;
 }
 
-// texts: the GPU's name and uuid.
 void write_gpu_hw_slowdown(const LateDetails& d, Reason& r) {
-    const auto& n = d.numbers;
     std::string& m = r.message;
-    append_parts(m, d.texts[0], ": ", kind_of(d).what, " in ", fmt_num(n[kShare] * 100), " % of ");
+    append_parts(m, d.gpu_name, ": ", kind_of(d).what, " in ", fmt_num(d.share * 100), " % of ");
     append_window_words(m, d);
-    append_parts(m, " (threshold ", fmt_num(n[kThresholdShare] * 100),
+    append_parts(m, " (threshold ", fmt_num(d.threshold_share * 100),
                  " %) — clocks forced down, needs hardware inspection");
     Evidence& ev = r.evidence;
-    ev.reserve(kEvidenceEntries);  // add_gpu_ids, from the numbers
-    ev["gpu_index"] = n[kGpuIndex];
-    if (!d.texts[1].empty()) ev["uuid"] = d.texts[1];
-    ev["share"] = n[kShare];
-    ev["window_seconds"] = n[kWindowTotal];
-    ev["threshold_share"] = n[kThresholdShare];
-    if (n[kHasSmClock] != 0) ev["sm_clock_mhz"] = n[kSmClock];
-    if (n[kHasPower] != 0) ev["power_w"] = n[kPower];
+    ev.reserve(kEvidenceEntries);  // add_gpu_ids, from the details
+    ev["gpu_index"] = static_cast<double>(d.gpu_index);
+    if (!d.gpu_uuid.empty()) ev["uuid"] = d.gpu_uuid;
+    ev["share"] = d.share;
+    ev["window_seconds"] = d.window_seconds;
+    ev["threshold_share"] = d.threshold_share;
+    if (d.sm_clock_mhz) ev["sm_clock_mhz"] = static_cast<double>(*d.sm_clock_mhz);
+    if (d.power_w) ev["power_w"] = *d.power_w;
 }
 
 // Written now when the verdict wants them, else left in f.late for the verdict to write when it is built.
@@ -231,45 +213,43 @@ void HwSlowdownRule::evaluate(const RuleInput& in, Findings& out) {
                 total = std::max(total, x.total);
                 since = std::min(since, x.since);
             }
-            Finding& f = out.add(k.code, "gpu", "warning", kLabelSlow, SubjectKind::kOther,
-                                 share / std::max(in.t.hw_slowdown_min_share, 1e-9), "compute");
+            Finding& f = out.add(k.rule, Severity::kWarning, SubjectKind::kOther,
+                                 share / std::max(in.t.hw_slowdown_min_share, 1e-9), Hint::kCompute);
             f.reason.subject.assign("gpus");
             f.since = since;
             f.refresh = true;
-            auto& n = f.late.numbers;
-            n[kKindIndex] = static_cast<double>(i);
-            n[kShare] = share;
-            n[kWindowTotal] = total;
-            n[kWindowSetting] = in.t.hw_slowdown_window_seconds;
-            n[kThresholdShare] = in.t.hw_slowdown_min_share;
-            n[kGpusAffected] = static_cast<double>(h.size());
-            n[kGpusTotal] = static_cast<double>(in.cur.gpus.size());
-            f.late.write = &write_node_wide_hw_slowdown;
+            LateDetails& d = f.late;
+            d.kind = i;
+            d.share = share;
+            d.window_seconds = total;
+            d.window_setting = in.t.hw_slowdown_window_seconds;
+            d.threshold_share = in.t.hw_slowdown_min_share;
+            d.gpus_affected = h.size();
+            d.gpus_total = in.cur.gpus.size();
+            d.write = &write_node_wide_hw_slowdown;
             write_or_defer(out, f);
             continue;
         }
         for (const Hit& x : h) {
             const Gpu& g = *x.gpu;
             // A throttled GPU is throttled all day: written into a kept slot (Findings::add).
-            Finding& f = out.add(k.code, "gpu", "warning", kLabelSlow, SubjectKind::kGpu,
-                                 x.share / std::max(in.t.hw_slowdown_min_share, 1e-9), "compute");
+            Finding& f = out.add(k.rule, Severity::kWarning, SubjectKind::kGpu,
+                                 x.share / std::max(in.t.hw_slowdown_min_share, 1e-9), Hint::kCompute);
             gpu_key_into(g, f.reason.subject);
             f.since = x.since;
             f.refresh = true;
-            auto& n = f.late.numbers;
-            n[kKindIndex] = static_cast<double>(i);
-            n[kShare] = x.share;
-            n[kWindowTotal] = x.total;
-            n[kWindowSetting] = in.t.hw_slowdown_window_seconds;
-            n[kThresholdShare] = in.t.hw_slowdown_min_share;
-            n[kGpuIndex] = static_cast<double>(g.index);
-            n[kHasSmClock] = g.sm_clock_mhz ? 1 : 0;
-            n[kSmClock] = g.sm_clock_mhz ? static_cast<double>(*g.sm_clock_mhz) : 0;
-            n[kHasPower] = g.power_w ? 1 : 0;
-            n[kPower] = g.power_w ? *g.power_w : 0;
-            gpu_name_into(g, f.late.texts[0]);
-            assign_if_other(f.late.texts[1], g.uuid);
-            f.late.write = &write_gpu_hw_slowdown;
+            LateDetails& d = f.late;
+            d.kind = i;
+            d.share = x.share;
+            d.window_seconds = x.total;
+            d.window_setting = in.t.hw_slowdown_window_seconds;
+            d.threshold_share = in.t.hw_slowdown_min_share;
+            d.gpu_index = g.index;
+            d.sm_clock_mhz = g.sm_clock_mhz;
+            d.power_w = g.power_w;
+            gpu_name_into(g, d.gpu_name);
+            assign_if_other(d.gpu_uuid, g.uuid);
+            d.write = &write_gpu_hw_slowdown;
             write_or_defer(out, f);
         }
     }
@@ -291,8 +271,8 @@ void ThermalThrottleRule::evaluate(const RuleInput& in, Findings& out) {
         const double rise = temp - p.temp;
         if (drop_pct < in.t.thermal_clock_drop_pct || rise < in.t.thermal_temp_rise_c) continue;
         if (p.since == 0) p.since = in.cur.time;
-        Finding& f = out.add("gpu_thermal_throttle", "gpu", "warning", kLabelSlow, SubjectKind::kGpu,
-                             drop_pct / std::max(in.t.thermal_clock_drop_pct, 1e-9), "compute");
+        Finding& f = out.add(rule::kGpuThermalThrottle, Severity::kWarning, SubjectKind::kGpu,
+                             drop_pct / std::max(in.t.thermal_clock_drop_pct, 1e-9), Hint::kCompute);
         gpu_key_into(g, f.reason.subject);
         f.since = p.since;
         if (!out.details_wanted(f)) continue;
@@ -345,7 +325,7 @@ void BusyWaitHangRule::evaluate(const RuleInput& in, Findings& out) {
     const Gpu& first = *hung.front();
     // issue 15: with GPM the decision (and its evidence) is SM activity; a MIG slice has no utilization.
     const bool by_gpm = gpm_sm_active(first).has_value();
-    Finding& f = out.add("gpu_busy_wait_hang", "gpu", "critical", kLabelFailRisk, SubjectKind::kGpu, 3);
+    Finding& f = out.add(rule::kGpuBusyWaitHang, Severity::kCritical, SubjectKind::kGpu, 3);
     gpu_key_into(first, f.reason.subject);
     f.since = since;
     if (!out.details_wanted(f)) return;
@@ -400,7 +380,7 @@ void IdleGpuRule::evaluate(const RuleInput& in, Findings& out) {
     }
     if (idle.empty()) return;
     const char* metric = gpm_sm_active(*idle.front()) ? " % SM activity, GPM) for " : " % utilization) for ";
-    Finding& f = out.add("gpu_idle", "gpu", "warning", kLabelSlow, SubjectKind::kGpu,
+    Finding& f = out.add(rule::kGpuIdle, Severity::kWarning, SubjectKind::kGpu,
                          static_cast<double>(known) / std::max<size_t>(known - idle.size(), 1));
     gpu_key_into(*idle.front(), f.reason.subject);
     f.since = since;
@@ -450,8 +430,8 @@ void StragglerRule::evaluate(const RuleInput& in, Findings& out) {
             if (run.samples++ == 0) run.since = in.cur.time;
             entry(next, key) = run;
             if (run.samples < static_cast<int>(in.t.straggler_min_samples)) continue;
-            Finding& f = out.add("gpu_straggler", "gpu", "warning", kLabelSlow, SubjectKind::kGpu,
-                                 1 + std::max(util_gap / 100, power_gap), "compute");
+            Finding& f = out.add(rule::kGpuStraggler, Severity::kWarning, SubjectKind::kGpu,
+                                 1 + std::max(util_gap / 100, power_gap), Hint::kCompute);
             gpu_key_into(*g, f.reason.subject);
             std::string& msg = f.reason.message;
             append_parts(msg, gpu_name(*g), ": ", fmt_num(*g->utilization_pct),

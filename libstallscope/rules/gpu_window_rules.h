@@ -43,6 +43,12 @@ class HwSlowdownRule {
     double last_time_ = -1;
     std::vector<Hit> hits_[3];  // this sample's, per kind; reused between samples
 };
+namespace rule {
+inline constexpr RuleDescriptor kGpuPowerBrake{"gpu_power_brake", Category::kGpu, Label::kSlow, 40};
+inline constexpr RuleDescriptor kGpuHwThermalSlowdown{"gpu_hw_thermal_slowdown", Category::kGpu, Label::kSlow,
+                                                      41};
+inline constexpr RuleDescriptor kGpuHwSlowdown{"gpu_hw_slowdown", Category::kGpu, Label::kSlow, 42};
+}  // namespace rule
 
 // gpu_thermal_throttle (SLOW): the SM clock fell >= thermal_clock_drop_pct below the busy peak of this
 // step while the temperature rose >= thermal_temp_rise_c since that peak (a power cap drops clocks too,
@@ -57,6 +63,9 @@ class ThermalThrottleRule {
     };
     PerGpu<Peak> peaks_;
 };
+namespace rule {
+inline constexpr RuleDescriptor kGpuThermalThrottle{"gpu_thermal_throttle", Category::kGpu, Label::kSlow, 43};
+}  // namespace rule
 
 // gpu_busy_wait_hang (FAIL_RISK): utilization >= hang_util_pct while power <= hang_power_max_frac of
 // the power limit for >= hang_min_samples consecutive samples: kernels spin on a flag (a collective
@@ -72,6 +81,9 @@ class BusyWaitHangRule {
     };
     PerGpu<Run> runs_;
 };
+namespace rule {
+inline constexpr RuleDescriptor kGpuBusyWaitHang{"gpu_busy_wait_hang", Category::kGpu, Label::kFailRisk, 70};
+}  // namespace rule
 
 // gpu_idle (SLOW): N of M GPUs at <= gpu_idle_util_pct continuously for >= gpu_idle_window_seconds.
 class IdleGpuRule {
@@ -81,6 +93,9 @@ class IdleGpuRule {
   private:
     std::map<std::string, double, std::less<>> idle_since_;
 };
+namespace rule {
+inline constexpr RuleDescriptor kGpuIdle{"gpu_idle", Category::kGpu, Label::kSlow, 81, Role::kSymptom};
+}  // namespace rule
 
 // gpu_straggler (SLOW): a busy GPU whose utilization is >= straggler_util_gap_pct points below the
 // median of its peers, or whose power is >= straggler_power_gap_frac below the peer median, for
@@ -97,6 +112,17 @@ class StragglerRule {
     std::map<std::string, Run, std::less<>> runs_;
     std::vector<double> util_, power_;  // every busy GPU's values, sorted; reused between samples
     std::vector<const Gpu*> busy_;
+};
+namespace rule {
+inline constexpr RuleDescriptor kGpuStraggler{"gpu_straggler", Category::kGpu, Label::kSlow, 80,
+                                              Role::kSymptom};
+}  // namespace rule
+
+// Every code this family emits, for rule_catalog().
+inline constexpr const RuleDescriptor* kGpuWindowRules[] = {
+    &rule::kGpuPowerBrake,      &rule::kGpuHwThermalSlowdown, &rule::kGpuHwSlowdown,
+    &rule::kGpuThermalThrottle, &rule::kGpuBusyWaitHang,      &rule::kGpuIdle,
+    &rule::kGpuStraggler,
 };
 
 }  // namespace stallscope

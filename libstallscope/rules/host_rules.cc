@@ -14,25 +14,25 @@ void host_pressure_rule(const RuleInput& in, Findings& out) {
     struct Check {
         const Gauge& value;
         double threshold;
-        const char* code;
+        const RuleDescriptor& rule;
         const char* what;
-        const char* hint;
+        Hint hint;
     };
     const Check checks[] = {
-        {psi.memory_full_avg10, in.t.psi_memory_full_pct, "host_memory_pressure",
+        {psi.memory_full_avg10, in.t.psi_memory_full_pct, rule::kHostMemoryPressure,
          "of the time all tasks stalled on memory (PSI memory full avg10) — reclaim/swap is slowing the step",
-         "memory"},
-        {psi.io_full_avg10, in.t.psi_io_full_pct, "host_io_pressure",
+         Hint::kMemory},
+        {psi.io_full_avg10, in.t.psi_io_full_pct, rule::kHostIoPressure,
          "of the time all tasks stalled on I/O (PSI io full avg10) — input pipeline or checkpoint I/O bound",
-         ""},
-        {psi.cpu_some_avg10, in.t.psi_cpu_some_pct, "host_cpu_pressure",
+         Hint::kNone},
+        {psi.cpu_some_avg10, in.t.psi_cpu_some_pct, rule::kHostCpuPressure,
          "of the time runnable tasks waited for a CPU (PSI cpu some avg10) — data loaders starved of CPU",
-         ""},
+         Hint::kNone},
     };
     for (const auto& c : checks) {
         if (!c.value || *c.value < c.threshold || *c.value <= 0) continue;
         // Pressure lasts as long as the job's memory or I/O need does: written into a kept slot.
-        Finding& f = out.add(c.code, "system", "warning", kLabelSlow, SubjectKind::kHost,
+        Finding& f = out.add(c.rule, Severity::kWarning, SubjectKind::kHost,
                              *c.value / std::max(c.threshold, 1e-9), c.hint);
         f.reason.subject.assign("host");
         append_parts(f.reason.message, "host: ", fmt_num(*c.value), " % ", c.what, " (threshold ",
@@ -48,8 +48,8 @@ void host_memory_low_rule(const RuleInput& in, Findings& out) {
     const double pct =
         static_cast<double>(*h.mem_available_bytes) / static_cast<double>(*h.mem_total_bytes) * 100;
     if (pct > in.t.mem_available_low_pct) return;
-    Finding& f = out.add("host_memory_low", "system", "warning", kLabelSlow, SubjectKind::kHost,
-                         in.t.mem_available_low_pct / std::max(pct, 0.1), "memory");
+    Finding& f = out.add(rule::kHostMemoryLow, Severity::kWarning, SubjectKind::kHost,
+                         in.t.mem_available_low_pct / std::max(pct, 0.1), Hint::kMemory);
     f.reason.subject.assign("host");
     append_parts(f.reason.message, "host: only ", fmt_num(pct), " % of memory available (threshold ",
                  fmt_num(in.t.mem_available_low_pct), " %) — OOM kills are next");
@@ -64,11 +64,11 @@ void host_oom_rule(const RuleInput& in, Findings& out) {
     const auto d = delta_of(host_row(in), "oom_kills");
     if (!d || d->delta == 0) return;
     out.push_back(
-        make_finding("host_oom_kill", "system", "critical", kLabelFailRisk, "host", SubjectKind::kHost,
+        make_finding(rule::kHostOomKill, Severity::kCritical, "host", SubjectKind::kHost,
                      "host: " + std::to_string(d->delta) +
                          " process(es) OOM-killed during the step — a rank or data loader may be gone",
                      Evidence{{"oom_kills_delta", static_cast<double>(d->delta)}},
-                     2 + static_cast<double>(d->delta), "memory"));
+                     2 + static_cast<double>(d->delta), Hint::kMemory));
 }
 
 void BlockedProcessesRule::evaluate(const RuleInput& in, Findings& out) {
@@ -79,7 +79,7 @@ void BlockedProcessesRule::evaluate(const RuleInput& in, Findings& out) {
     }
     if (run_++ == 0) since_ = in.cur.time;
     if (run_ < static_cast<int>(in.t.procs_blocked_min_samples)) return;
-    Finding& f = out.add("host_blocked_processes", "system", "warning", kLabelSlow, SubjectKind::kHost,
+    Finding& f = out.add(rule::kHostBlockedProcesses, Severity::kWarning, SubjectKind::kHost,
                          static_cast<double>(*blocked) / std::max(in.t.procs_blocked_max, 1.0));
     f.reason.subject.assign("host");
     append_parts(f.reason.message, "host: ", std::to_string(*blocked),
@@ -95,8 +95,7 @@ void BlockedProcessesRule::evaluate(const RuleInput& in, Findings& out) {
 
 void collector_failure_rule(const RuleInput& in, Findings& out) {
     for (const auto& [name, why] : in.cur.collector_failures) {
-        out.push_back(make_finding("collector_failed", "telemetry", "warning", kLabelUnknown, name,
-                                   SubjectKind::kOther,
+        out.push_back(make_finding(rule::kCollectorFailed, Severity::kWarning, name, SubjectKind::kOther,
                                    "collector " + name + " failed: " + why +
                                        " — its counters are missing from this sample, so no verdict on them",
                                    Evidence{{"collector", name}, {"error", why}}, 1));
@@ -136,8 +135,8 @@ void gpu_telemetry_rule(const RuleInput& in, Findings& out) {
     if (measured >= allocated) return;
     const bool none = measured == 0;
     // A node whose driver or NVML is missing misses its GPUs in every sample: written into a kept slot.
-    Finding& f = out.add("gpu_telemetry_missing", "telemetry", "warning", none ? kLabelUnknown : kLabelFast,
-                         SubjectKind::kOther, 1);
+    Finding& f = out.add(rule::kGpuTelemetryMissing, none ? Label::kUnknown : Label::kFast,
+                         Severity::kWarning, SubjectKind::kOther, 1);
     f.reason.subject.assign("gpus");
     std::string& m = f.reason.message;
     append_parts(m, "GPUs measured: ", std::to_string(measured), " of ", std::to_string(allocated),
@@ -203,7 +202,7 @@ void StaleTelemetryRule::evaluate(const RuleInput& in, Findings& out) {
     auto judge = [&](const std::string& name, Family& f, const std::string& subject, SubjectKind kind,
                      const std::string& what) {
         Finding finding = make_finding(
-            "telemetry_stale", "telemetry", "warning", kLabelUnknown, subject, kind,
+            rule::kTelemetryStale, Severity::kWarning, subject, kind,
             what + " stopped changing " + fmt_num(now - f.frozen_since) + " s ago (" +
                 std::to_string(f.frozen_samples) + " samples; threshold " + fmt_num(in.t.stale_seconds) +
                 " s) after moving earlier in the step — stuck collector or cached reads, not a quiet node",

@@ -6,8 +6,6 @@
 namespace stallscope {
 namespace {
 
-constexpr const char* kNccl = "nccl";
-
 std::string where(const NcclPeer& p) {
     std::string s;
     if (p.pid >= 0) s = "process " + std::to_string(p.pid);
@@ -51,7 +49,7 @@ void nccl_ras_failure_rule(const RuleInput& in, Findings& out) {
         const std::string name = host_name(in, p, comm);
         if (!name.empty()) ev["host_name"] = name.substr(2, name.size() - 3);
         out.push_back(make_finding(
-            "nccl_rank_dead", kNccl, "critical", kLabelFailRisk, subject, SubjectKind::kHost,
+            rule::kNcclRankDead, Severity::kCritical, subject, SubjectKind::kHost,
             "NCCL " + how + ": " + subject + name + " is dead; the job's collectives cannot complete",
             std::move(ev), 3));
     };
@@ -79,13 +77,12 @@ void nccl_ras_failure_rule(const RuleInput& in, Findings& out) {
                     what = e.error + " on " + where(e.peer) + host_name(in, e.peer, c.hash);
             }
             if (!failed.empty())
-                out.push_back(make_finding("nccl_async_error", kNccl, "critical", kLabelFailRisk,
-                                           comm_subject(c.hash), SubjectKind::kOther,
-                                           "NCCL " + comm_subject(c.hash) + ": rank(s) " + rank_list(failed) +
-                                               " reported " +
-                                               (what.empty() ? std::string("an error") : what) +
-                                               (aborted ? "; communicator aborting" : ""),
-                                           Evidence{{"ranks", rank_list(failed)}, {"status", c.status}}, 3));
+                out.push_back(make_finding(
+                    rule::kNcclAsyncError, Severity::kCritical, comm_subject(c.hash), SubjectKind::kOther,
+                    "NCCL " + comm_subject(c.hash) + ": rank(s) " + rank_list(failed) + " reported " +
+                        (what.empty() ? std::string("an error") : what) +
+                        (aborted ? "; communicator aborting" : ""),
+                    Evidence{{"ranks", rank_list(failed)}, {"status", c.status}}, 3));
         }
     }
 }
@@ -158,8 +155,7 @@ void NcclMissingRankRule::evaluate(const RuleInput& in, Findings& out) {
                     hosts += (hosts.empty() ? "" : ", ") + ("rank " + std::to_string(rank) + " on " +
                                                             names[rank].substr(2, names[rank].size() - 3));
             Finding f = make_finding(
-                "nccl_rank_missing", kNccl, "warning", kLabelFailRisk, comm_subject(c.hash),
-                SubjectKind::kOther,
+                rule::kNcclRankMissing, Severity::kWarning, comm_subject(c.hash), SubjectKind::kOther,
                 "NCCL " + comm_subject(c.hash) + ": rank(s) " + rank_list(persistent) +
                     (hosts.empty() ? "" : " (" + hosts + ")") +
                     " did not answer the RAS status collection in >= 2 consecutive polls (hung or "
@@ -179,24 +175,26 @@ void NcclMissingRankRule::evaluate(const RuleInput& in, Findings& out) {
 
 void nccl_log_rule(const RuleInput& in, Findings& out) {
     struct Group {
+        const RuleDescriptor* rule = nullptr;
         int count = 0;
         const NcclLogEvent* first = nullptr;
     };
     std::map<std::pair<std::string, std::string>, Group> groups;  // (code, subject)
     for (const auto& e : in.cur.nccl.log_events) {
-        const char* code = nullptr;
-        if (e.kind == "ib_wc_error") code = "nccl_ib_completion_error";
+        const RuleDescriptor* rule = nullptr;
+        if (e.kind == "ib_wc_error") rule = &rule::kNcclIbCompletionError;
         if (e.kind == "ib_async" && e.fields.count("fatal") && e.fields.at("fatal") == "true")
-            code = "nccl_ib_async_fatal";
-        if (e.kind == "pt_watchdog_timeout") code = "nccl_watchdog_timeout";
-        if (e.kind == "pt_heartbeat") code = "nccl_watchdog_stuck";
-        if (e.kind == "nccl_error") code = "nccl_error";
-        if (!code) continue;
+            rule = &rule::kNcclIbAsyncFatal;
+        if (e.kind == "pt_watchdog_timeout") rule = &rule::kNcclWatchdogTimeout;
+        if (e.kind == "pt_heartbeat") rule = &rule::kNcclWatchdogStuck;
+        if (e.kind == "nccl_error") rule = &rule::kNcclError;
+        if (!rule) continue;
         std::string subject = e.rank >= 0      ? "rank " + std::to_string(e.rank)
                               : e.host.empty() ? "host"
                                                : e.host;
         if (e.fields.count("hca")) subject += " " + e.fields.at("hca");
-        Group& g = groups[{code, subject}];
+        Group& g = groups[{std::string(rule->code), subject}];
+        g.rule = rule;
         if (!g.first) g.first = &e;
         ++g.count;
     }
@@ -208,22 +206,22 @@ void nccl_log_rule(const RuleInput& in, Findings& out) {
         const auto field = [&](const char* k) {
             return e.fields.count(k) ? e.fields.at(k) : std::string("?");
         };
-        if (key.first == "nccl_ib_completion_error")
+        if (g.rule == &rule::kNcclIbCompletionError)
             what = "IB/RoCE completion error status=" + field("status") + " from peer " + field("peer") +
                    (field("status") == "12" ? " (transport retry exceeded: link, peer or route down)" : "");
-        else if (key.first == "nccl_ib_async_fatal")
+        else if (g.rule == &rule::kNcclIbAsyncFatal)
             what = "fatal IB async event '" + field("event") + "'";
-        else if (key.first == "nccl_watchdog_timeout")
+        else if (g.rule == &rule::kNcclWatchdogTimeout)
             what = "PyTorch watchdog timeout on " + field("op") + " SeqNum " + field("seq") + " after " +
                    field("ran_ms") + " ms (timeout " + field("timeout_ms") + " ms)";
-        else if (key.first == "nccl_watchdog_stuck")
+        else if (g.rule == &rule::kNcclWatchdogStuck)
             what = "the ProcessGroupNCCL watchdog itself is stuck (NCCL/CUDA call hanging)";
         else
             what = "NCCL error reached the framework: " + field("error");
-        out.push_back(make_finding(key.first.c_str(), kNccl, "critical", kLabelFailRisk, key.second,
-                                   SubjectKind::kHost,
+        out.push_back(make_finding(*g.rule, Severity::kCritical, key.second, SubjectKind::kHost,
                                    key.second + ": " + what + " (" + std::to_string(g.count) + " line(s))",
-                                   std::move(ev), 3, key.first.rfind("nccl_ib", 0) == 0 ? "network" : ""));
+                                   std::move(ev), 3,
+                                   key.first.rfind("nccl_ib", 0) == 0 ? Hint::kNetwork : Hint::kNone));
     }
 }
 
@@ -237,15 +235,15 @@ void nccl_test_rule(const RuleInput& in, Findings& out) {
     const std::string bw =
         t->peak_busbw_gbs ? "peak busbw " + fmt_num(*t->peak_busbw_gbs) + " GB/s" : "no busbw";
     if (t->outcome == "ok") {
-        out.push_back(make_finding("nccl_test_result", kNccl, "info", kLabelFast, "all_reduce_perf",
+        out.push_back(make_finding(rule::kNcclTestResult, Severity::kInfo, "all_reduce_perf",
                                    SubjectKind::kOther, "all_reduce_perf passed: " + bw, std::move(ev)));
         return;
     }
     std::string why = t->outcome;
     if (!t->errors.empty()) why += ": " + t->errors.front();
-    out.push_back(make_finding("nccl_test_failed", kNccl, "critical", kLabelFailRisk, "all_reduce_perf",
+    out.push_back(make_finding(rule::kNcclTestFailed, Severity::kCritical, "all_reduce_perf",
                                SubjectKind::kOther, "all_reduce_perf failed (" + why + "); " + bw,
-                               std::move(ev), 3, "network"));
+                               std::move(ev), 3, Hint::kNetwork));
 }
 
 void NcclHangRule::evaluate(const RuleInput& in, Findings& out) {
@@ -274,7 +272,7 @@ void NcclHangRule::evaluate(const RuleInput& in, Findings& out) {
                         who += (who.empty() ? "" : " and ") + std::to_string(m.unlisted_laggards) +
                                " unlisted rank(s)";
                     Finding f = make_finding(
-                        "nccl_collective_hang", kNccl, "critical", kLabelFailRisk, comm_subject(c.hash),
+                        rule::kNcclCollectiveHang, Severity::kCritical, comm_subject(c.hash),
                         SubjectKind::kOther,
                         "NCCL " + comm_subject(c.hash) + ": " + who + " stuck at " + m.function + " launch " +
                             std::to_string(behind) + " while others reached " + std::to_string(m.max_count) +
@@ -306,7 +304,7 @@ void NcclInspectorRule::evaluate(const RuleInput& in, Findings& out) {
         const std::string subject =
             "rank " + std::to_string(g.rank) + (g.host.empty() ? "" : " on " + g.host);
         out.push_back(make_finding(
-            "nccl_straggler_rank", kNccl, "warning", kLabelSlow, subject, SubjectKind::kHost,
+            rule::kNcclStragglerRank, Severity::kWarning, subject, SubjectKind::kHost,
             "NCCL " + comm_subject(g.comm) + " " + g.coll + ": " + subject + " arrived last in " +
                 std::to_string(g.late) + " of " + std::to_string(g.instances) + " instances (median skew " +
                 fmt_num(g.median_skew_us) + " us): its peers wait for it in every collective",
@@ -315,7 +313,7 @@ void NcclInspectorRule::evaluate(const RuleInput& in, Findings& out) {
                      {"late_share", share},
                      {"instances", static_cast<double>(g.instances)},
                      {"median_skew_us", g.median_skew_us}},
-            share / std::max(0.01, in.t.nccl_straggler_min_share), "compute"));
+            share / std::max(0.01, in.t.nccl_straggler_min_share), Hint::kCompute));
     }
     // Bus bandwidth per (comm, coll, size): median over the ranks' medians with enough records.
     std::map<std::string, std::vector<double>> current;
@@ -328,15 +326,15 @@ void NcclInspectorRule::evaluate(const RuleInput& in, Findings& out) {
         double& best = best_busbw_[key];
         if (best > 0 && bw < best * (1 - in.t.nccl_busbw_drop_pct / 100)) {
             const double drop = 100 * (1 - bw / best);
-            out.push_back(make_finding(
-                "nccl_busbw_drop", kNccl, "warning", kLabelSlow, "comm " + key, SubjectKind::kOther,
-                "NCCL comm " + key + ": bus bandwidth " + fmt_num(bw) + " GB/s, " + fmt_num(drop) +
-                    " % below the step's best " + fmt_num(best) + " GB/s",
-                Evidence{{"busbw_gbs", bw},
-                         {"best_busbw_gbs", best},
-                         {"drop_pct", drop},
-                         {"threshold_pct", in.t.nccl_busbw_drop_pct}},
-                drop / std::max(1.0, in.t.nccl_busbw_drop_pct), "network"));
+            out.push_back(
+                make_finding(rule::kNcclBusbwDrop, Severity::kWarning, "comm " + key, SubjectKind::kOther,
+                             "NCCL comm " + key + ": bus bandwidth " + fmt_num(bw) + " GB/s, " +
+                                 fmt_num(drop) + " % below the step's best " + fmt_num(best) + " GB/s",
+                             Evidence{{"busbw_gbs", bw},
+                                      {"best_busbw_gbs", best},
+                                      {"drop_pct", drop},
+                                      {"threshold_pct", in.t.nccl_busbw_drop_pct}},
+                             drop / std::max(1.0, in.t.nccl_busbw_drop_pct), Hint::kNetwork));
         }
         best = std::max(best, bw);
     }

@@ -118,10 +118,10 @@ void PfcRule::evaluate(const RuleInput& in, Findings& out) {
                                      ? *rx.occupancy_pct / std::max(in.t.pfc_rx_pause_occupancy_pct, 1e-9)
                                      : *rx.frames_per_s / std::max(in.t.pfc_pause_frames_per_s, 1e-9);
             out.push_back(make_finding(
-                "pfc_fabric_backpressure", "fabric", "warning", kLabelSlow, name, SubjectKind::kInterface,
+                rule::kPfcFabricBackpressure, Severity::kWarning, name, SubjectKind::kInterface,
                 name + ": peer paused this port " + describe(rx, in.t.pfc_rx_pause_occupancy_pct, streak.rx) +
                     " — the switch cannot take our traffic (fabric congestion)",
-                direction_evidence(rx, "rx", in.t.pfc_rx_pause_occupancy_pct), score, "network"));
+                direction_evidence(rx, "rx", in.t.pfc_rx_pause_occupancy_pct), score, Hint::kNetwork));
         }
 
         // Pause storm: the NIC sent pauses so long that its watchdog fired (error = pause TX disabled).
@@ -133,7 +133,7 @@ void PfcRule::evaluate(const RuleInput& in, Findings& out) {
             ev["tx_pause_storm_warning_events"] = storm_warn.value_or(0);
             const bool error = storm_err.value_or(0) > 0;
             out.push_back(make_finding(
-                "pfc_pause_storm", "fabric", error ? "critical" : "warning", kLabelFailRisk, name,
+                rule::kPfcPauseStorm, error ? Severity::kCritical : Severity::kWarning, name,
                 SubjectKind::kInterface,
                 name + ": PFC pause storm — " + fmt_num(storm_warn.value_or(0)) + " storm warning(s), " +
                     fmt_num(storm_err.value_or(0)) + " storm error(s)" +
@@ -141,7 +141,7 @@ void PfcRule::evaluate(const RuleInput& in, Findings& out) {
                                       : "") +
                     (error ? "; the NIC stopped sending pauses, drops follow" : "") +
                     " — this host cannot drain its receive buffers and is backpressuring the fabric",
-                std::move(ev), 2 + storm_err.value_or(0), "network"));
+                std::move(ev), 2 + storm_err.value_or(0), Hint::kNetwork));
             continue;  // the storm supersedes the plain tx-side reason
         }
 
@@ -168,11 +168,11 @@ void PfcRule::evaluate(const RuleInput& in, Findings& out) {
             if (tx.occupancy_pct)
                 score = std::max(score, *tx.occupancy_pct / std::max(in.t.pfc_tx_pause_occupancy_pct, 1e-9));
             if (drops) score = std::max(score, discards_s / std::max(in.t.host_rx_discards_per_s, 1e-9));
-            out.push_back(make_finding(
-                "host_rx_backpressure", "fabric", "warning", kLabelSlow, name, SubjectKind::kInterface,
-                name + ": " + what + " — the adapter/host cannot absorb traffic (PCIe or " +
-                    "receiver bottleneck on this host, not the fabric)",
-                std::move(ev), score, "network"));
+            out.push_back(
+                make_finding(rule::kHostRxBackpressure, Severity::kWarning, name, SubjectKind::kInterface,
+                             name + ": " + what + " — the adapter/host cannot absorb traffic (PCIe or " +
+                                 "receiver bottleneck on this host, not the fabric)",
+                             std::move(ev), score, Hint::kNetwork));
         }
     }
 }

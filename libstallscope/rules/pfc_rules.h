@@ -37,5 +37,16 @@ class PfcRule {
     };
     std::map<std::string, Streak> streaks_;
 };
+namespace rule {
+inline constexpr RuleDescriptor kPfcFabricBackpressure{"pfc_fabric_backpressure", Category::kFabric,
+                                                       Label::kSlow, 30};
+inline constexpr RuleDescriptor kPfcPauseStorm{"pfc_pause_storm", Category::kFabric, Label::kFailRisk, 28};
+}  // namespace rule
+
+// Every code this family emits, for rule_catalog().
+inline constexpr const RuleDescriptor* kPfcRules[] = {
+    &rule::kPfcFabricBackpressure,
+    &rule::kPfcPauseStorm,
+};
 
 }  // namespace stallscope

@@ -1,10 +1,12 @@
 #include "libstallscope/rules/profiler.h"
 
 #include <algorithm>
+#include <vector>
 
 #include "libstallscope/rules/cgroup_rules.h"  // issue 15: GPU depth and the job cgroup
 #include "libstallscope/rules/gpm_rules.h"
 #include "libstallscope/rules/gpu_rules.h"
+#include "libstallscope/rules/rule_descriptor.h"
 
 namespace stallscope {
 namespace {
@@ -42,8 +44,7 @@ double coverage(const Snapshot& s, const Rates* r) {
 }
 
 Finding delta_rules_pending() {
-    return make_finding("delta_rules_pending", "profiler", "info", kLabelFast, "profiler",
-                        SubjectKind::kOther,
+    return make_finding(rule::kDeltaRulesPending, Severity::kInfo, "profiler", SubjectKind::kOther,
                         "first sample: lifetime counters are reported but not judged; delta rules (RDMA "
                         "loss/congestion, PFC, link flaps, ECC, OOM kills) need a second sample",
                         Evidence{{"samples", 1.0}}, 1);
@@ -170,23 +171,23 @@ void Profiler::profile(const Snapshot& s, SnapshotShape shape, Profile* out) {
     // Profile, and its strings were a tenth of the profiler's own time.
     int worst = 0;
     double conf = 0;
-    const std::string* hint = nullptr;  // the hint of the worst findings; `mixed` when they differ
+    Hint hint = Hint::kNone;  // the hint of the worst findings; `mixed` when they differ
     bool mixed = false;
     std::string unknown;
-    for (const Finding& f : findings) worst = std::max(worst, label_rank(f.reason.label));
+    for (const Finding& f : findings) worst = std::max(worst, label_rank(f.label));
     for (const Finding& f : findings) {
-        const int rank = label_rank(f.reason.label);
+        const int rank = label_rank(f.label);
         if (rank != worst) continue;
         // The verdict reads a sample's confidence only when it is FAST (the rank-0 findings' is then
         // replaced below): the verdict-only pass skips the log2 of every firing finding.
-        if (out) conf = std::max(conf, reason_confidence(f.reason.severity, f.score));
-        if (!f.hint.empty() && !hint)
-            hint = &f.hint;
-        else if (!f.hint.empty() && *hint != f.hint)
+        if (out) conf = std::max(conf, reason_confidence(f.severity, f.score));
+        if (f.hint != Hint::kNone && hint == Hint::kNone)
+            hint = f.hint;
+        else if (f.hint != Hint::kNone && hint != f.hint)
             mixed = true;
         if (rank == 1) {  // UNKNOWN
             const char* what =
-                f.reason.code == "collector_failed" ? "collectors_failing" : f.reason.code.c_str();
+                f.rule == &rule::kCollectorFailed ? "collectors_failing" : f.reason.code.c_str();
             unknown += (unknown.empty() ? "" : "; ") + std::string(what) + ": " + f.reason.subject;
         }
     }
@@ -200,15 +201,14 @@ void Profiler::profile(const Snapshot& s, SnapshotShape shape, Profile* out) {
         worst = 1;
         unknown = "first_sample: delta rules need a second sample";
     }
-    static constexpr const char* kLabelOfRank[] = {kLabelFast, kLabelUnknown, kLabelSlow, kLabelFailRisk};
-    const char* const label = kLabelOfRank[worst];
+    const Label label = static_cast<Label>(worst);
     const auto util = mean_gpu_util(s);
     if (worst == 0) conf = (rates ? 0.6 : 0.4) + 0.35 * coverage(s, rates);
     if (worst == 1) conf = 0;
     std::string_view bottleneck = "unknown";
     std::optional<std::string> gpm_hint;  // issue 15
-    if (worst >= 2 && hint && !mixed)
-        bottleneck = *hint;
+    if (worst >= 2 && hint != Hint::kNone && !mixed)
+        bottleneck = to_string(hint);
     else if (worst >= 2 && mixed)
         bottleneck = "mixed";
     else if (worst == 0 && (gpm_hint = gpm_bottleneck_hint(s, rates)))
@@ -234,11 +234,11 @@ void Profiler::profile(const Snapshot& s, SnapshotShape shape, Profile* out) {
     if (!out) return;  // everything above feeds the verdict; what follows only the Profile
 
     Profile& p = *out;
-    p.label = label;
+    p.label = to_string(label);
     p.confidence = conf;
     p.bottleneck_hint = bottleneck;
     if (worst == 1) p.unknown_reason = std::move(unknown);
-    for (Finding& f : findings) p.reasons.push_back(std::move(f.reason));
+    for (Finding& f : findings) p.reasons.push_back(f.take_reason());
     if (first) {
         Finding pending = delta_rules_pending();
         pending.reason.first_seen = s.time;
@@ -249,6 +249,52 @@ void Profiler::profile(const Snapshot& s, SnapshotShape shape, Profile* out) {
 
 StepVerdict Profiler::verdict() const {
     return verdict_.build(t_);
+}
+
+namespace {
+
+using Family = std::span<const RuleDescriptor* const>;
+
+// The descriptors of every family the profiler runs (each family header lists its own), sorted by code
+// for find_rule: the verdict and the job report look reasons up by code where they only have the
+// model's strings (a Profile's reasons, a verdict file).
+std::vector<const RuleDescriptor*> gather() {
+    std::vector<const RuleDescriptor*> all;
+    for (const Family family : {Family(kHostRules), Family(kCgroupRules), Family(kFabricRules),
+                                Family(kPfcRules), Family(kGpmRules), Family(kGpuRules),
+                                Family(kGpuWindowRules), Family(kNcclRules), Family(kProfilerRules)})
+        all.insert(all.end(), family.begin(), family.end());
+    std::sort(all.begin(), all.end(),
+              [](const RuleDescriptor* a, const RuleDescriptor* b) { return a->code < b->code; });
+    return all;
+}
+
+const std::vector<const RuleDescriptor*>& catalog() {
+    static const std::vector<const RuleDescriptor*> all = gather();
+    return all;
+}
+
+}  // namespace
+
+std::span<const RuleDescriptor* const> rule_catalog() {
+    return catalog();
+}
+
+const RuleDescriptor* find_rule(std::string_view code) {
+    const auto& all = catalog();
+    const auto it = std::lower_bound(all.begin(), all.end(), code,
+                                     [](const RuleDescriptor* d, std::string_view c) { return d->code < c; });
+    return it != all.end() && (*it)->code == code ? *it : nullptr;
+}
+
+int causal_rank(std::string_view code) {
+    const RuleDescriptor* rule = find_rule(code);
+    return rule ? rule->causal_rank : kMiddleRank;
+}
+
+bool is_symptom(std::string_view code) {
+    const RuleDescriptor* rule = find_rule(code);
+    return rule && rule->role == Role::kSymptom;
 }
 
 }  // namespace stallscope

@@ -85,4 +85,11 @@ class Profiler {
     RowsKey rows_key_;
 };
 
+namespace rule {
+// delta_rules_pending (info, FAST): the first sample, whose lifetime counters no delta rule can judge yet.
+inline constexpr RuleDescriptor kDeltaRulesPending{"delta_rules_pending", Category::kProfiler, Label::kFast,
+                                                   kMiddleRank};
+}  // namespace rule
+inline constexpr const RuleDescriptor* kProfilerRules[] = {&rule::kDeltaRulesPending};
+
 }  // namespace stallscope

@@ -5,6 +5,9 @@
 #include <set>
 #include <tuple>
 
+#include "libstallscope/rules/gpu_rules.h"
+#include "libstallscope/rules/host_rules.h"
+
 namespace stallscope {
 namespace {
 
@@ -15,9 +18,14 @@ const std::string& entry_key(const Reason& r, std::string& out) {
     return out;
 }
 
-int sample_tier(const Reason& r) {
-    const int rank = label_rank(r.label);
-    return rank >= 2 ? 0 : rank == 1 ? 1 : 2;
+// Label-driving reasons first (SLOW, FAIL_RISK), then UNKNOWN, then informational ones.
+int tier_of(Label label) {
+    return label_rank(label) >= 2 ? 0 : label == Label::kUnknown ? 1 : 2;
+}
+
+// The rule of an entry, or of its code when its finding was built without one.
+const RuleDescriptor* rule_of(const VerdictEntry& e) {
+    return e.rule ? e.rule : find_rule(e.summary.reason.code);
 }
 
 // How a SLOW reason weighs over time (libstallscope/rules/README.md, "Time"): a start-up episode of a
@@ -31,12 +39,12 @@ struct SlowJudgement {
 };
 
 template <typename EpisodesT>
-SlowJudgement judge_slow(const EpisodesT& ep, const ReasonSummary& s, double step, int samples,
+SlowJudgement judge_slow(const EpisodesT& ep, const ReasonSummary& s, bool symptom, double step, int samples,
                          const Thresholds& t) {
     SlowJudgement j;
     if (step <= 0) return j;  // nothing to weigh a single sample against
     const bool runs_to_the_end = ep.last_sample == samples - 1;
-    if (is_symptom(s.reason.code) && ep.first_at_start && !(ep.count == 1 && runs_to_the_end) &&
+    if (symptom && ep.first_at_start && !(ep.count == 1 && runs_to_the_end) &&
         ep.first_length <= t.verdict_startup_max_seconds)
         j.startup_seconds = ep.first_length;
     j.episodes = ep.count - (j.startup_seconds > 0 ? 1 : 0);
@@ -51,7 +59,7 @@ SlowJudgement judge_slow(const EpisodesT& ep, const ReasonSummary& s, double ste
 // A SLOW reason that did not count: kept in the list as info, saying what it was and why it did not count.
 template <typename EpisodesT>
 void demote_transient(ReasonSummary& s, const EpisodesT& ep, const SlowJudgement& j) {
-    const bool dips = s.reason.code == "gpu_low_utilization";
+    const bool dips = s.reason.code == rule::kGpuLowUtilization.code;
     std::string head;
     if (dips) {
         head = "GPU utilization low";
@@ -79,78 +87,41 @@ void demote_transient(ReasonSummary& s, const EpisodesT& ep, const SlowJudgement
     if (j.startup_seconds > 0) s.reason.evidence["startup_seconds"] = j.startup_seconds;
     s.reason.message = head + ": " + what + " — " + (j.episodes > 0 ? "transient" : "start-up") +
                        ", not counted against the step. First seen: " + s.reason.message;
-    s.reason.severity = "info";
-    s.reason.label = kLabelFast;
+    s.reason.severity = to_string(Severity::kInfo);
+    s.reason.label = to_string(Label::kFast);
 }
 
 }  // namespace
 
-int causal_rank(const std::string& code) {
-    static const std::map<std::string, int> ranks = {
-        {"collector_failed", 0},
-        {"telemetry_stale", 1},
-        {"gpu_xid_critical", 10},
-        {"gpu_ecc_uncorrected", 11},
-        {"gpu_row_remap_failure", 12},
-        {"gpu_row_remap_pending", 13},
-        {"fabric_port_down", 20},
-        {"fabric_rail_down", 20},
-        {"fabric_link_flap", 21},
-        {"fabric_port_degraded", 22},
-        {"fabric_qp_error", 23},
-        {"fabric_retry_exceeded", 24},
-        {"fabric_ack_timeout", 25},
-        {"fabric_packet_loss", 26},
-        {"fabric_rnr_nak", 27},
-        {"pfc_pause_storm", 28},
-        {"host_rx_backpressure", 29},
-        {"pfc_fabric_backpressure", 30},
-        {"fabric_congestion", 31},
-        {"fabric_interface_errors", 32},
-        {"gpu_power_brake", 40},
-        {"gpu_hw_thermal_slowdown", 41},
-        {"gpu_hw_slowdown", 42},
-        {"gpu_thermal_throttle", 43},
-        {"host_oom_kill", 50},
-        {"host_memory_low", 51},
-        {"host_memory_pressure", 52},
-        {"host_io_pressure", 53},
-        {"host_blocked_processes", 54},
-        {"host_cpu_pressure", 55},
-        {"gpu_xid_app_error", 60},
-        {"gpu_xid_warning", 61},
-        {"gpu_busy_wait_hang", 70},
-        {"gpu_straggler", 80},
-        {"gpu_idle", 81},
-        {"gpu_low_utilization", 82},
-    };
-    // issue 15 (gpm_rules, cgroup_rules): next to their fabric / host / GPU neighbours above.
-    static const std::map<std::string, int> depth_ranks = {
-        {"gpu_nvlink_errors", 33},   {"gpu_pcie_replay", 34},     {"job_oom_kill", 50},
-        {"job_memory_pressure", 52}, {"job_io_pressure", 53},     {"job_cpu_throttled", 55},
-        {"job_cpu_pressure", 55},    {"gpu_foreign_process", 56}, {"gpu_low_sm_activity", 83},
-    };
-    if (auto d = depth_ranks.find(code); d != depth_ranks.end()) return d->second;
-    auto it = ranks.find(code);
-    return it == ranks.end() ? 65 : it->second;
-}
-
-bool is_symptom(const std::string& code) {
-    return code == "gpu_low_utilization" || code == "gpu_idle" || code == "gpu_straggler" ||
-           code == "gpu_low_sm_activity";  // issue 15
-}
-
 void order_reasons(std::vector<Reason>& reasons) {
-    std::stable_sort(reasons.begin(), reasons.end(), [](const Reason& a, const Reason& b) {
-        return std::make_tuple(sample_tier(a), is_symptom(a.code), a.first_seen, causal_rank(a.code),
-                               a.subject) < std::make_tuple(sample_tier(b), is_symptom(b.code), b.first_seen,
-                                                            causal_rank(b.code), b.subject);
+    // Each reason's rule and label looked up once, not in every comparison.
+    struct Keyed {
+        int tier;
+        bool symptom;
+        int rank;
+        std::size_t index;
+    };
+    std::vector<Keyed> keyed;
+    keyed.reserve(reasons.size());
+    for (std::size_t i = 0; i < reasons.size(); ++i) {
+        const RuleDescriptor* rule = find_rule(reasons[i].code);
+        keyed.push_back({tier_of(label_from_string(reasons[i].label).value_or(Label::kFast)),
+                         rule && rule->role == Role::kSymptom, rule ? rule->causal_rank : kMiddleRank, i});
+    }
+    std::stable_sort(keyed.begin(), keyed.end(), [&](const Keyed& a, const Keyed& b) {
+        const Reason &x = reasons[a.index], &y = reasons[b.index];
+        return std::tie(a.tier, a.symptom, x.first_seen, a.rank, x.subject) <
+               std::tie(b.tier, b.symptom, y.first_seen, b.rank, y.subject);
     });
+    std::vector<Reason> ordered;
+    ordered.reserve(reasons.size());
+    for (const Keyed& k : keyed) ordered.push_back(std::move(reasons[k.index]));
+    reasons = std::move(ordered);
 }
 
-double reason_confidence(const std::string& severity, double score) {
+double reason_confidence(Severity severity, double score) {
     const double past = std::log2(std::max(score, 1.0));  // 0 at the threshold, 1 at twice it
-    if (severity == "critical") return std::min(0.99, 0.9 + 0.03 * past);
+    if (severity == Severity::kCritical) return std::min(0.99, 0.9 + 0.03 * past);
     return std::clamp(0.6 + 0.1 * past, 0.6, 0.9);
 }
 
@@ -209,7 +180,7 @@ void VerdictAccumulator::add(const SampleOutcome& s) {
     ++samples_;
     if (s.collectors_failed) ++failed_samples_;
     counters_seen_ = counters_seen_ || s.counters_seen;
-    if (s.label == kLabelFast) {
+    if (s.label == Label::kFast) {
         ++fast_samples_;
         fast_confidence_sum_ += s.confidence;
     }
@@ -229,6 +200,9 @@ void VerdictAccumulator::add(const SampleOutcome& s) {
         e->counted_in = samples_;
         if (fresh) {
             e->summary.reason = f.reason;
+            e->rule = f.rule;
+            e->label = f.label;
+            e->severity = f.severity;
             e->kind = f.kind;
             e->hint = f.hint;
             e->first_score = e->worst_score = f.score;
@@ -251,8 +225,10 @@ void VerdictAccumulator::add(const SampleOutcome& s) {
                 e->summary.reason.evidence = f.reason.evidence;
                 e->summary.worst_evidence = f.reason.evidence;
             }
-            if (label_rank(f.reason.label) > label_rank(e->summary.reason.label)) {
+            if (label_rank(f.label) > label_rank(e->label)) {
                 // e.g. packet loss that crossed from SLOW to FAIL_RISK: the step carries the worse label
+                e->label = f.label;
+                e->severity = f.severity;
                 e->summary.reason.label = f.reason.label;
                 e->summary.reason.severity = f.reason.severity;
             }
@@ -273,14 +249,16 @@ StepVerdict VerdictAccumulator::build(const Thresholds& t) const {
     struct Ranked {
         ReasonSummary summary;
         SubjectKind kind;
-        std::string hint;
+        Label label;  // after a transient SLOW reason's demotion to FAST
         double score;
         int tier;
+        bool symptom;
+        int causal_rank;
     };
     std::vector<Ranked> ranked;
     bool fail = false, slow = false, stale = false, gpus_unmeasured = false;
     double fail_conf = 0, slow_conf = 0;
-    std::set<std::string> hints;
+    std::set<Hint> hints;
     for (const auto& [key, e] : entries_) {
         ReasonSummary s = e.summary;
         if (e.late.write) {  // the latest refresh, as add() would have kept it
@@ -294,35 +272,39 @@ StepVerdict VerdictAccumulator::build(const Thresholds& t) const {
         }
         s.share = step > 0 ? std::min(1.0, s.duration_seconds / step)
                            : static_cast<double>(s.samples) / std::max(samples_, 1);
-        const std::string& label = s.reason.label;
-        const double conf = reason_confidence(s.reason.severity, e.worst_score);
+        const RuleDescriptor* rule = rule_of(e);
+        const bool symptom = rule && rule->role == Role::kSymptom;
+        Label label = e.label;
+        const double conf = reason_confidence(e.severity, e.worst_score);
         int tier = 2;
-        if (label == kLabelFailRisk) {
+        if (label == Label::kFailRisk) {
             fail = true;
             fail_conf = std::max(fail_conf, conf);
             tier = 0;
-        } else if (label == kLabelSlow) {
-            const SlowJudgement j = judge_slow(e.episodes, s, step, samples_, t);
+        } else if (label == Label::kSlow) {
+            const SlowJudgement j = judge_slow(e.episodes, s, symptom, step, samples_, t);
             if (j.counts) {
                 slow = true;
                 slow_conf = std::max(slow_conf, conf * (0.75 + 0.25 * std::min(1.0, s.share / 0.5)));
                 tier = 0;
             } else {
                 demote_transient(s, e.episodes, j);
+                label = Label::kFast;
             }
-        } else if (label == kLabelUnknown) {
+        } else if (label == Label::kUnknown) {
             tier = 1;
-            if (s.reason.code == "telemetry_stale" && s.share >= t.collectors_failing_min_share) stale = true;
-            if (s.reason.code == "gpu_telemetry_missing" && s.share >= t.collectors_failing_min_share)
+            if (rule == &rule::kTelemetryStale && s.share >= t.collectors_failing_min_share) stale = true;
+            if (rule == &rule::kGpuTelemetryMissing && s.share >= t.collectors_failing_min_share)
                 gpus_unmeasured = true;
         }
-        if (tier == 0 && !e.hint.empty()) hints.insert(e.hint);
-        ranked.push_back({std::move(s), e.kind, e.hint, e.worst_score, tier});
+        if (tier == 0 && e.hint != Hint::kNone) hints.insert(e.hint);
+        ranked.push_back({std::move(s), e.kind, label, e.worst_score, tier, symptom,
+                          rule ? rule->causal_rank : kMiddleRank});
     }
     std::stable_sort(ranked.begin(), ranked.end(), [](const Ranked& a, const Ranked& b) {
         const Reason &x = a.summary.reason, &y = b.summary.reason;
-        return std::make_tuple(a.tier, is_symptom(x.code), x.first_seen, causal_rank(x.code), x.subject) <
-               std::make_tuple(b.tier, is_symptom(y.code), y.first_seen, causal_rank(y.code), y.subject);
+        return std::tie(a.tier, a.symptom, x.first_seen, a.causal_rank, x.subject) <
+               std::tie(b.tier, b.symptom, y.first_seen, b.causal_rank, y.subject);
     });
 
     if (samples_ < 2 || step < t.min_step_seconds) v.unknown_reasons.push_back("step_too_short");
@@ -349,7 +331,7 @@ StepVerdict VerdictAccumulator::build(const Thresholds& t) const {
     if (v.label != kLabelUnknown) v.unknown_reasons.clear();
 
     if (hints.size() == 1)
-        v.bottleneck_hint = *hints.begin();
+        v.bottleneck_hint = to_string(*hints.begin());
     else if (hints.size() > 1)
         v.bottleneck_hint = "mixed";
     else if (const auto top = std::max_element(  // issue 15: the hint most FAST samples agree on
@@ -364,10 +346,9 @@ StepVerdict VerdictAccumulator::build(const Thresholds& t) const {
     auto pick = [&](SubjectKind kind) {
         const Ranked* best = nullptr;
         for (const auto& r : ranked) {
-            if (r.kind != kind || r.summary.reason.label == kLabelFast) continue;  // info names no culprit
+            if (r.kind != kind || r.label == Label::kFast) continue;  // info names no culprit
             auto rank = [](const Ranked& x) {
-                return std::make_tuple(x.tier == 0 ? 1 : 0, label_rank(x.summary.reason.label),
-                                       x.summary.share, x.score);
+                return std::make_tuple(x.tier == 0 ? 1 : 0, label_rank(x.label), x.summary.share, x.score);
             };
             if (!best || rank(r) > rank(*best)) best = &r;
         }

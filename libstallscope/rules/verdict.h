@@ -13,14 +13,8 @@
 
 namespace stallscope {
 
-// Root cause before symptoms: lower rank = further upstream (a dead link before the loss it causes,
-// loss before congestion, throttling before low utilization). Codes not listed rank in the middle.
-int causal_rank(const std::string& code);
-// Symptoms (low/idle/straggling GPUs) sort after every cause of the same tier, whatever their time.
-bool is_symptom(const std::string& code);
-
 // Orders reasons: tier (label-driving, then UNKNOWN, then informational), symptoms last, earliest
-// first_seen first, then causal rank, then subject.
+// first_seen first, then causal rank (RuleDescriptor, found by code), then subject.
 void order_reasons(std::vector<Reason>& reasons);
 
 // One sample as the accumulator needs it.
@@ -28,7 +22,7 @@ struct SampleOutcome {
     double time = 0;
     double interval = 0;  // seconds since the previous sample (0 for the first)
     const Findings* findings = nullptr;
-    std::string_view label;          // per-sample label: kLabelFast, ...
+    Label label = Label::kFast;      // per-sample label
     double confidence = 0;           // per-sample confidence: read for a FAST sample only
     bool counters_seen = false;      // any GPU gauge or any counter delta this sample
     bool collectors_failed = false;  // Snapshot::collector_failures non-empty
@@ -56,8 +50,12 @@ struct VerdictEntry {
         bool first_at_start = false;  // the first episode began with the step's first sample
     };
     ReasonSummary summary;
+    const RuleDescriptor* rule = nullptr;  // the first finding's (nullptr: a finding built by hand)
+    // summary.reason's label and severity, raised with them when a later finding is worse.
+    Label label = Label::kFast;
+    Severity severity = Severity::kInfo;
     SubjectKind kind = SubjectKind::kOther;
-    std::string hint;
+    Hint hint = Hint::kNone;
     double first_score = 0, worst_score = 0;
     Episodes episodes;
     int counted_in = -1;  // the last sample (count) that counted it: once per sample, however many fire
@@ -111,6 +109,6 @@ class VerdictAccumulator {
 };
 
 // Confidence of one reason from its severity and how far past its threshold it was (score).
-double reason_confidence(const std::string& severity, double score);
+double reason_confidence(Severity severity, double score);
 
 }  // namespace stallscope

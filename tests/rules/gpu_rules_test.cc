@@ -5,6 +5,7 @@
 #include <set>
 
 #include "libstallscope/rules/gpu_window_rules.h"
+#include "libstallscope/rules/host_rules.h"
 #include "tests/rules/builders.h"
 
 using namespace stallscope;
@@ -326,8 +327,7 @@ TEST_CASE("KeyedState answers as a map, whatever order the GPUs come in") {
 // finding that held the slot before (a message appended to the old one, stale evidence, an old `since`).
 TEST_CASE("Findings: a slot is written again in place, with nothing of its last finding left") {
     Findings out;
-    Finding& first =
-        out.add("gpu_straggler", "gpu", "warning", kLabelSlow, SubjectKind::kGpu, 1.5, "compute");
+    Finding& first = out.add(rule::kGpuStraggler, Severity::kWarning, SubjectKind::kGpu, 1.5, Hint::kCompute);
     first.reason.subject = "GPU-0";
     first.reason.message.assign(200, 'm');
     first.reason.evidence["share"] = 1.0;
@@ -338,7 +338,7 @@ TEST_CASE("Findings: a slot is written again in place, with nothing of its last 
     out.clear();
     CHECK(out.empty());
 
-    Finding& again = out.add("gpu_idle", "gpu", "info", kLabelFast, SubjectKind::kOther);
+    Finding& again = out.add(rule::kGpuIdle, Label::kFast, Severity::kInfo, SubjectKind::kOther);
     CHECK(&again == &first);
     CHECK(out.size() == 1);
     CHECK(again.reason.code == "gpu_idle");
@@ -350,17 +350,48 @@ TEST_CASE("Findings: a slot is written again in place, with nothing of its last 
     CHECK(again.reason.first_seen == 0);
     CHECK(again.kind == SubjectKind::kOther);
     CHECK(again.score == 1);
-    CHECK(again.hint.empty());
+    CHECK(again.hint == Hint::kNone);
     CHECK(again.since == 0);
     CHECK_FALSE(again.refresh);
     again.reason.message.assign(150, 'n');
     CHECK(again.reason.message.data() == storage);  // the last finding's storage: nothing allocated
 
-    out.push_back(make_finding("host_oom_kill", "system", "critical", kLabelFailRisk, "host",
-                               SubjectKind::kHost, "an OOM kill", {}, 2));
+    out.push_back(make_finding(rule::kHostOomKill, Severity::kCritical, "host", SubjectKind::kHost,
+                               "an OOM kill", {}, 2));
     REQUIRE(out.size() == 2);
     CHECK(out[1].reason.code == "host_oom_kill");
+    CHECK(out[1].reason.category == "system");
+    CHECK(out[1].reason.label == kLabelFailRisk);
     CHECK(out.back().reason.message == "an OOM kill");
+}
+
+// A slot's reason strings follow its typed fields: rewritten when the rule, label or severity changes,
+// and all of them after the profiler took the reason away (Finding::take_reason).
+TEST_CASE("Findings: a kept slot's strings follow its rule, label and severity") {
+    Findings out;
+    Finding& f =
+        out.add(rule::kGpuTelemetryMissing, Label::kUnknown, Severity::kWarning, SubjectKind::kOther);
+    CHECK(f.reason.code == "gpu_telemetry_missing");
+    CHECK(f.reason.category == "telemetry");
+    CHECK(f.reason.label == kLabelUnknown);
+    out.clear();
+    out.add(rule::kGpuTelemetryMissing, Label::kFast, Severity::kInfo, SubjectKind::kOther);
+    CHECK(f.reason.label == kLabelFast);
+    CHECK(f.reason.severity == "info");
+    const Reason taken = f.take_reason();
+    CHECK(taken.code == "gpu_telemetry_missing");
+    out.clear();
+    out.add(rule::kGpuTelemetryMissing, Label::kFast, Severity::kInfo, SubjectKind::kOther);
+    CHECK(f.reason.code == "gpu_telemetry_missing");
+    CHECK(f.reason.category == "telemetry");
+    CHECK(f.reason.label == kLabelFast);
+    CHECK(f.reason.severity == "info");
+    out.clear();
+    out.add(rule::kHostMemoryLow, Severity::kWarning, SubjectKind::kHost);
+    CHECK(f.reason.code == "host_memory_low");
+    CHECK(f.reason.category == "system");
+    CHECK(f.reason.label == kLabelSlow);
+    CHECK(f.reason.severity == "warning");
 }
 
 // The rules that write into a slot give what a fresh one gets, sample after sample.

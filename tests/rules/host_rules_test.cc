@@ -15,7 +15,7 @@ TEST_CASE("PSI memory full above the threshold is memory pressure; IO and CPU pr
     auto out = run_one(host_pressure_rule, s);
     REQUIRE(out.size() == 2);
     CHECK(out[0].reason.code == "host_memory_pressure");
-    CHECK(out[0].hint == "memory");
+    CHECK(out[0].hint == Hint::kMemory);
     CHECK(out[1].reason.code == "host_cpu_pressure");
 }
 

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "libstallscope/model/snapshot_json.h"
+#include "libstallscope/rules/gpu_rules.h"
 #include "tests/rules/builders.h"
 
 using namespace stallscope;
@@ -295,14 +296,14 @@ TEST_CASE("observe_view_for_verdict writes a repeated finding's text only when t
 // One sample with one finding (gpu_memory_high on GPU-1, score 2), as the Profiler hands it to the verdict.
 struct OneFinding {
     Findings findings;
-    Finding& finding = findings.add("gpu_memory_high", "gpu", "warning", kLabelFast, SubjectKind::kGpu, 2);
+    Finding& finding = findings.add(rule::kGpuMemoryHigh, Severity::kWarning, SubjectKind::kGpu, 2);
     const std::vector<Gpu> gpus;
     const std::string host = "n1";
     SampleOutcome sample;
     OneFinding() {
         finding.reason.subject = "GPU-1";
         sample.findings = &findings;
-        sample.label = kLabelFast;
+        sample.label = Label::kFast;
         sample.host = &host;
         sample.gpus = &gpus;
     }

@@ -4,6 +4,8 @@
 #include <doctest/doctest.h>
 
 #include <functional>
+#include <set>
+#include <string_view>
 
 #include "libstallscope/rules/profiler.h"
 #include "libstallscope/sources/kmsg/xid_parser.h"
@@ -312,4 +314,51 @@ TEST_CASE("repetition: RAS peers are named by host when a log line or Inspector 
     // without anything naming the host, the IP stays (no DNS: a replay must give the same verdict)
     NcclPeerNames unnamed;
     CHECK(unnamed.host_of({13, "10.0.0.4", 1234, "3"}, "27a079b828ff1a75").empty());
+}
+
+// The rule vocabulary (rule_descriptor.h): each code described once, found by its code, with the causal
+// ranks and symptoms the verdict orders reasons by.
+TEST_CASE("rule catalog: every code is described once and found by its code") {
+    const auto all = rule_catalog();
+    REQUIRE(all.size() >= 60);
+    std::set<std::string_view> codes;
+    for (const RuleDescriptor* d : all) {
+        CHECK_MESSAGE(codes.insert(d->code).second, d->code);
+        CHECK(find_rule(d->code) == d);
+    }
+    CHECK(find_rule("node_straggler") == nullptr);  // a job-level reason: no rule emits it
+    CHECK(causal_rank("node_straggler") == kMiddleRank);
+    CHECK_FALSE(is_symptom("node_straggler"));
+}
+
+TEST_CASE("rule catalog: causes rank upstream of what they cause; the four GPU symptoms sort last") {
+    CHECK(causal_rank("collector_failed") < causal_rank("gpu_xid_critical"));
+    CHECK(causal_rank("fabric_port_down") < causal_rank("fabric_packet_loss"));
+    CHECK(causal_rank("fabric_packet_loss") < causal_rank("fabric_congestion"));
+    CHECK(causal_rank("gpu_thermal_throttle") < causal_rank("gpu_low_utilization"));
+    // A link that trained down is a PCIe link cause beside the replays, before any clock or host reason.
+    CHECK(causal_rank("gpu_pcie_link_degraded") == causal_rank("gpu_pcie_replay") + 1);
+    CHECK(causal_rank("gpu_pcie_link_degraded") < causal_rank("gpu_power_brake"));
+    std::set<std::string_view> symptoms;
+    for (const RuleDescriptor* d : rule_catalog())
+        if (d->role == Role::kSymptom) symptoms.insert(d->code);
+    CHECK(symptoms == std::set<std::string_view>{"gpu_idle", "gpu_low_sm_activity", "gpu_low_utilization",
+                                                 "gpu_straggler"});
+}
+
+TEST_CASE("vocabulary: every label, severity, category and hint reads back from its name") {
+    for (const Label v : {Label::kFast, Label::kUnknown, Label::kSlow, Label::kFailRisk})
+        CHECK(label_from_string(to_string(v)) == v);
+    for (const Severity v : {Severity::kInfo, Severity::kWarning, Severity::kCritical})
+        CHECK(severity_from_string(to_string(v)) == v);
+    for (const Category v : {Category::kGpu, Category::kFabric, Category::kNetwork, Category::kSystem,
+                             Category::kProfiler, Category::kTelemetry, Category::kNccl})
+        CHECK(category_from_string(to_string(v)) == v);
+    for (const Hint v : {Hint::kNone, Hint::kCompute, Hint::kNetwork, Hint::kMemory, Hint::kInput})
+        CHECK(hint_from_string(to_string(v)) == v);
+    CHECK(to_string(Label::kFailRisk) == kLabelFailRisk);
+    CHECK_FALSE(label_from_string("BROKEN"));
+    CHECK(label_rank(Label::kFailRisk) > label_rank(Label::kSlow));
+    CHECK(label_rank(Label::kSlow) > label_rank(Label::kUnknown));
+    CHECK(label_rank(Label::kUnknown) > label_rank(Label::kFast));
 }
