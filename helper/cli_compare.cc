@@ -5,7 +5,7 @@
 #include <cstdio>
 
 #include "helper/cli_args.h"
-#include "helper/compare_jobs.h"
+#include "helper/compare_view.h"
 #include "helper/job_lookup.h"
 #include "helper/subcommands.h"
 #include "libstallscope/util/atomic_file.h"

@@ -6,8 +6,8 @@
 #include <string_view>
 #include <vector>
 
-#include "helper/html_report_series.h"
 #include "libstallscope/job/job_report.h"
+#include "libstallscope/job/job_series.h"
 
 namespace stallscope::cli {
 

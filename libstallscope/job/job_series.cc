@@ -1,4 +1,4 @@
-#include "helper/html_report_series.h"
+#include "libstallscope/job/job_series.h"
 
 #include <algorithm>
 #include <atomic>
@@ -12,7 +12,7 @@
 #include "libstallscope/job/replay_timeline.h"
 #include "libstallscope/model/rates.h"
 
-namespace stallscope::cli {
+namespace stallscope {
 
 namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -176,4 +176,4 @@ JobSeries collect_job_series(const JobReport& report, const SeriesAxis& axis, un
     return job;
 }
 
-}  // namespace stallscope::cli
+}  // namespace stallscope

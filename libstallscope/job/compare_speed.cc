@@ -1,10 +1,10 @@
-#include "helper/compare_speed.h"
+#include "libstallscope/job/compare_speed.h"
 
 #include <cmath>
 #include <cstdio>
 #include <map>
 
-namespace stallscope::cli {
+namespace stallscope {
 namespace {
 
 // Run-to-run noise of the same training job is a few per cent; below this, two runs are "as fast".
@@ -153,4 +153,4 @@ SpeedMeasure measure_speed(const JobReport& a, const JobReport& b, const BusBand
     return m;
 }
 
-}  // namespace stallscope::cli
+}  // namespace stallscope

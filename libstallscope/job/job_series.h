@@ -13,7 +13,7 @@
 
 #include "libstallscope/job/job_report.h"
 
-namespace stallscope::cli {
+namespace stallscope {
 
 // Mean of the samples that fell in each bucket; NaN where none did (a gap, drawn as a gap).
 struct BucketedSeries {
@@ -76,4 +76,4 @@ inline JobSeries collect_job_series(const JobReport& report, std::size_t max_buc
     return collect_job_series(report, job_time_axis(report, max_buckets));
 }
 
-}  // namespace stallscope::cli
+}  // namespace stallscope

@@ -10,10 +10,10 @@
 
 #include <string>
 
-#include "helper/html_report_series.h"
 #include "libstallscope/job/job_report.h"
+#include "libstallscope/job/job_series.h"
 
-namespace stallscope::cli {
+namespace stallscope {
 
 enum class Speed { slower, faster, same, unknown };  // B against A
 const char* speed_name(Speed s);
@@ -30,4 +30,4 @@ struct SpeedMeasure {
 SpeedMeasure measure_speed(const JobReport& a, const JobReport& b, const BusBandwidth& busbw_a,
                            const BusBandwidth& busbw_b);
 
-}  // namespace stallscope::cli
+}  // namespace stallscope

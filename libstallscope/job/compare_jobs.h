@@ -8,11 +8,11 @@
 #include <string>
 #include <vector>
 
-#include "helper/compare_speed.h"
-#include "helper/html_report_series.h"
+#include "libstallscope/job/compare_speed.h"
 #include "libstallscope/job/job_report.h"
+#include "libstallscope/job/job_series.h"
 
-namespace stallscope::cli {
+namespace stallscope {
 
 struct MetricDelta {
     std::string key, title, unit;
@@ -45,8 +45,12 @@ struct Comparison {
 
 // Both reports must have nodes. Replays both once more for the aligned series.
 Comparison compare_jobs(JobSide a, JobSide b);
+// `compare --json`; the text and the HTML page are the CLI's (helper/compare_view.h).
 Json comparison_json(const Comparison& c);
-std::string comparison_text(const Comparison& c);
-std::string comparison_html(const Comparison& c);
 
-}  // namespace stallscope::cli
+// A metric must move by 10 % (relative) to be named as the cause, or marked in a view.
+inline constexpr double kNoticeableChange = 0.10;
+// A figure as the comparison's sentences and table write it: no decimals from 100 up or when whole, else one.
+std::string compare_number_text(double v);
+
+}  // namespace stallscope
