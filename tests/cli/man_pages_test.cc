@@ -56,10 +56,10 @@ TEST_CASE("stallscope.1 names every subcommand, every option of every --help, ev
         CHECK_MESSAGE(page.find(".B stallscope " + command) != std::string::npos,
                       "SYNOPSIS lacks " << command);
     }
-    for (const auto& [command, help] : helps)
-        for (const auto& o : matches(help, option))
+    for (const auto& entry : helps)  // not a structured binding: clang before 16 cannot capture one
+        for (const auto& o : matches(entry.second, option))
             CHECK_MESSAGE(page.find(o) != std::string::npos,
-                          command << " --help lists " << o << ", the page does not");
+                          entry.first << " --help lists " << o << ", the page does not");
     for (const auto& variable :
          matches(top.out, std::regex(R"(\b((?:STALLSCOPE|NCCL|MONITORING)_[A-Z0-9_]+))")))
         CHECK_MESSAGE(page.find(variable) != std::string::npos, "ENVIRONMENT lacks " << variable);

@@ -276,7 +276,11 @@ TEST_CASE("timeline-format.md: each worked timeline reads as documented, by both
             CAPTURE(whole);
             const ReadBack read = read_bytes(file, whole);
             CHECK(read.samples.size() == samples);
-            for (const auto& [index, expect] : expects) {
+            for (const auto& entry : expects) {
+                // References, not a structured binding: CAPTURE is a lambda, and clang before 16 cannot
+                // capture a binding.
+                const std::size_t& index = entry.first;
+                const auto& expect = entry.second;
                 CAPTURE(index);
                 CAPTURE(expect.first);
                 REQUIRE(index < read.samples.size());

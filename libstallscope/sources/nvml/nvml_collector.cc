@@ -254,9 +254,11 @@ void NvmlCollector::sample_gpu(GpuState& gpu, Gpu& out) {
     // The PCIe link's generation and width now, beside the most it can run at (discover()): a part only
     // when NVML answered for it (a GPU it says nothing about claims nothing).
     PcieLink link = out.pcie_link.value_or(PcieLink{});
-    for (auto [to, get] :
+    // A pair, not a structured binding: clang before 16 cannot capture a binding in the lambda.
+    for (const auto& part :
          {std::pair{&link.generation, f.get_pcie_link_generation}, {&link.width, f.get_pcie_link_width}})
-        if (query(kPcieLink, "pcie_link", get, [&] { return get(h, &value); })) *to = value;
+        if (query(kPcieLink, "pcie_link", part.second, [&] { return part.second(h, &value); }))
+            *part.first = value;
     if (link != PcieLink{}) out.pcie_link = link;
 }
 
