@@ -15,8 +15,11 @@ namespace stallscope::nccl {
 // or a 30 k-character NCCL log line overflows the helper's stack (reproduced, issue 17). Every line goes
 // through a regex only when it is at most this long; longer lines are cut (log lines: the facts we match
 // come first) or, in RAS reports, skipped (no RAS line we read is anywhere near this long, except the
-// missing-ranks list, which is parsed without a regex).
-inline constexpr std::size_t kMaxRegexLine = 4096;
+// missing-ranks list, which is parsed without a regex). 4096 was too many: 4 096 characters of one
+// `[^\s:]+` run overflowed 8 MiB of stack in the clang -O0 ASan build (over 2 KiB of frames a character;
+// tests/sources/nccl hostile_input_test, 2026-11-28). The longest line a matcher needs is a watchdog
+// timeout, ~300 characters with its rank prefix.
+inline constexpr std::size_t kMaxRegexLine = 1024;
 
 // "0xcf264af53edbe986" / "cf264af53edbe986" / "0x5a1c0e37b2d94f1" -> 16 lower-case hex digits, no 0x.
 std::string normalize_comm_hash(std::string_view hash);
