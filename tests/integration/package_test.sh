@@ -13,8 +13,8 @@ done
 version=$(dpkg-parsechangelog -l "$src/debian/changelog" -S Version)
 rm -rf "$work" && mkdir -p "$work/stallscope-$version"
 # The tree without build outputs or VCS data (a build dir may be inside the checkout). tests/run-all.sh
-# runs this beside the fuzz gate, which makes build-fuzz/ in the checkout meanwhile: the top directory
-# changing under tar ("file changed as we read it", exit 1) is expected, any other error is not.
+# runs this beside other tests, which may make build dirs or scratch files in the checkout meanwhile: the
+# top directory changing under tar ("file changed as we read it", exit 1) is expected, any other error is not.
 copy_tree() {  # tar options... (writes the archive to stdout)
   local rc=0
   tar -C "$src" --exclude=./.git --exclude='./build*' --exclude='./obj-*' --warning=no-file-changed "$@" || rc=$?
