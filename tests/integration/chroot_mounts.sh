@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by slurm_versions.sh and slurm_newest_cluster.sh: the mounts a test root gets around its chroot.
 # mount_root ROOT REPO OUT: proc; /sys recursively (slurmd 24.11+ needs the cgroup mounts; job cgroups are
 # the host's hierarchies) and /dev, both slaves so unmounting here never propagates back; the source
