@@ -1,24 +1,33 @@
 #!/usr/bin/env bash
-# slurm_root.sh SUITE: print the path of a Debian root filesystem for SUITE (bookworm = Slurm 22.05,
+# slurm_root.sh SUITE [full|runtime]: print the path of a Debian root filesystem for SUITE (bookworm = Slurm 22.05,
 # trixie = 24.11, sid = 26.05) holding the packages stallscope's build and its test cluster need, made
 # with mmdebstrap from the mirror this machine's apt uses. Roots are cached under
 # STALLSCOPE_ROOT_CACHE (default /var/cache/stallscope-roots) as <suite>-<hash of the package list>, so
 # a changed list makes a new root and an unchanged one is reused. Progress goes to stderr.
+# full (default): build tools too, for slurm_versions.sh, which builds inside the root. runtime: the
+# cluster and the checks only, for slurm_newest_cluster.sh, whose binaries are built on the host
+# (about a third of the download and no compiler to unpack).
 set -euo pipefail
-suite=${1:?usage: slurm_root.sh bookworm|trixie|sid}
+suite=${1:?usage: slurm_root.sh bookworm|trixie|sid [full|runtime]}
+profile=${2:-full}
 cache=${STALLSCOPE_ROOT_CACHE:-/var/cache/stallscope-roots}
 
-packages=(
+packages=()
+[ "$profile" = full ] && packages+=(
   # build: only the plugin, the helper and the fake NVML (under tests/, hence doctest) are built in a root
   meson ninja-build g++ pkg-config nlohmann-json3-dev libzstd-dev libsimdjson-dev libslurm-dev doctest-dev
   # the .deb (dpkg-buildpackage; libcurl4-openssl-dev is a Build-Depends)
   debhelper dpkg-dev fakeroot libcurl4-openssl-dev
+)
+[ "$profile" = full ] || [ "$profile" = runtime ] || { echo "slurm_root: unknown profile '$profile'" >&2; exit 2; }
+packages+=(
   # the single-node cluster
   slurmctld slurmd slurmdbd slurm-client munge mariadb-server slurm-wlm-mysql-plugin
   # the checks: python3 for check_json.py, procps for pgrep/ps, hostname, mount (fault_tests.sh mounts a
   # tiny tmpfs: not in a trixie/sid root by default, and without it the disk-full test fills the real disk)
   python3 procps hostname util-linux mount
 )
+# The full list's key is what it was before profiles existed, so its cached roots stay valid.
 key=$(printf '%s\n' "$suite" "${packages[@]}" | sha256sum | cut -c1-12)
 root=$cache/$suite-$key
 if [ -f "$root/.stallscope-root-ok" ]; then

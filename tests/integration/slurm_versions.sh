@@ -38,15 +38,7 @@ suite_of() {
 }
 for r in "$@"; do suite_of "$r" >/dev/null || { echo "slurm_versions: unknown release '$r' (22.05, 24.11, 26.05)" >&2; exit 2; }; done
 
-ROOT=""
-unmount_root() {
-    [ -n "$ROOT" ] || return 0
-    # Lazily, deepest first: /sys and /dev hold submounts (cgroup hierarchies, pts).
-    for m in stallscope out dev sys proc; do
-        mountpoint -q "$ROOT/$m" && umount -R -l "$ROOT/$m"
-    done
-    ROOT=""
-}
+. "$HERE/chroot_mounts.sh"
 trap unmount_root EXIT
 trap 'unmount_root; exit 130' INT TERM
 
@@ -65,14 +57,7 @@ for rel in "$@"; do
     ROOT=$root
     unmount_root  # leftovers of an interrupted run: never mount twice
     ROOT=$root
-    mkdir -p "$ROOT/stallscope" "$ROOT/out"
-    # /sys recursively (slurmd 24.11+ needs the cgroup mounts; job cgroups are the host's hierarchies),
-    # a slave so unmounting here never propagates back; the source read-only; out read-write.
-    mount -t proc proc "$ROOT/proc" &&
-        mount --rbind /sys "$ROOT/sys" && mount --make-rslave "$ROOT/sys" &&
-        mount --rbind /dev "$ROOT/dev" && mount --make-rslave "$ROOT/dev" &&
-        mount --bind "$REPO" "$ROOT/stallscope" && mount -o remount,bind,ro "$ROOT/stallscope" &&
-        mount --bind "$out" "$ROOT/out" || { echo "slurm_versions: mounts into $ROOT failed" >&2; exit 1; }
+    mount_root "$ROOT" "$REPO" "$out" || { echo "slurm_versions: mounts into $ROOT failed" >&2; exit 1; }
     # The previous release's plugin, for the "wrong release" check (never the same major.minor).
     rm -f "$out/wrong-release.so"
     for other in "$OUTBASE"/plugin-*.so; do
