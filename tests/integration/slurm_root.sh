@@ -38,19 +38,31 @@ fi
 [ "$(id -u)" -eq 0 ] || { echo "slurm_root: needs root (mmdebstrap)" >&2; exit 1; }
 command -v mmdebstrap >/dev/null || { echo "slurm_root: mmdebstrap missing; run contrib/install-deps.sh" >&2; exit 1; }
 
-mirror=$("$(dirname "$0")/apt_mirror.sh")
-
 mkdir -p "$cache"
+# One maker per root: tests/run-all.sh starts the sid root early, beside the builds, and the test that
+# needs it may ask while it is being made; the second caller waits, then finds it made.
+exec 9>"$cache/.lock-$suite-$key"
+flock 9
+if [ -f "$root/.stallscope-root-ok" ]; then
+  echo "$root"
+  exit 0
+fi
+
+mirror=$("$(dirname "$0")/apt_mirror.sh")
 # A half-made root from an interrupted run is thrown away, never reused.
 rm -rf "$root.tmp"
 t0=$(date +%s)
 echo "slurm_root: creating $root from $mirror (a few minutes, once)" >&2
 # policy-rc.d keeps the packages' daemons from starting inside the root; the tests start their own.
+# /etc/hosts: no bookworm package ships one (the installer writes it; trixie's and sid's netbase do), and
+# without `localhost` in it mariadb-install-db refuses to run ("Neither host 'vm' nor 'localhost' could be
+# looked up"): the 22.05 leg's cluster did not boot (2026-11-28).
 list=$(IFS=,; echo "${packages[*]}")
 # Check-Valid-Until off: the mirror reachable from CI machines can be a frozen snapshot whose sid Release
 # file has expired ("Release file ... is expired"); the packages are still signed and verified.
 mmdebstrap --variant=apt --include="$list" --aptopt='Acquire::Check-Valid-Until "false"' \
   --customize-hook='printf "#!/bin/sh\nexit 101\n" >"$1/usr/sbin/policy-rc.d"; chmod 755 "$1/usr/sbin/policy-rc.d"' \
+  --customize-hook='[ -e "$1/etc/hosts" ] || printf "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n" >"$1/etc/hosts"' \
   --essential-hook='mkdir -p "$1/usr/sbin"; printf "#!/bin/sh\nexit 101\n" >"$1/usr/sbin/policy-rc.d"; chmod 755 "$1/usr/sbin/policy-rc.d"' \
   "$suite" "$root.tmp" "$mirror" >"$cache/$suite-$key.log" 2>&1 || {
   tail -20 "$cache/$suite-$key.log" >&2
