@@ -5,7 +5,8 @@
 
 #include <cerrno>
 #include <cmath>
-#include <initializer_list>
+
+#include "libstallscope/util/stop_signals.h"
 
 namespace stallscope::cli {
 namespace {
@@ -23,10 +24,10 @@ void install_stop_handlers() {
     sa.sa_handler = on_stop;
     sigemptyset(&sa.sa_mask);
     sa.sa_flags = 0;  // no SA_RESTART: a blocking sleep must return at once
-    for (int sig : {SIGTERM, SIGINT, SIGUSR1, SIGHUP}) sigaction(sig, &sa, nullptr);
-    sigset_t set;
-    sigemptyset(&set);
-    for (int sig : {SIGTERM, SIGINT, SIGUSR1, SIGHUP}) sigaddset(&set, sig);
+    for (int sig : kStopSignals) sigaction(sig, &sa, nullptr);
+    // Unblocked here, in the main thread; the library's threads start with them blocked
+    // (StopSignalsBlockedForNewThreads), so this thread's handler is the one that takes them.
+    const sigset_t set = stop_signal_set();
     sigprocmask(SIG_UNBLOCK, &set, nullptr);
 }
 

@@ -9,6 +9,7 @@
 #include "libstallscope/model/nccl_json.h"
 #include "libstallscope/util/atomic_file.h"
 #include "libstallscope/util/counter_file.h"
+#include "libstallscope/util/stop_signals.h"
 
 namespace stallscope {
 namespace {
@@ -334,6 +335,7 @@ bool HangEvidenceCapture::start(CaptureRequest request) {
     state_ = std::make_shared<State>();
     // The thread owns what it needs (state by shared_ptr): stop() may leave it behind without a dangling
     // reference.
+    const StopSignalsBlockedForNewThreads stop_signals_to_the_main_thread;
     thread_ = std::thread([state = state_, req = std::move(request)] {
         CaptureResult r;
         try {

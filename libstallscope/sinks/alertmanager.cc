@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "libstallscope/sinks/curl_library.h"
+#include "libstallscope/util/stop_signals.h"
 #include "stallscope_config.h"
 
 namespace stallscope {
@@ -38,6 +39,7 @@ std::unique_ptr<AlertmanagerSink> AlertmanagerSink::create(std::string url, Labe
         new AlertmanagerSink(std::move(*normalized), std::move(static_labels), std::move(options)));
     sink->curl_ = curl;
     try {
+        const StopSignalsBlockedForNewThreads stop_signals_to_the_main_thread;
         sink->worker_ = std::thread([s = sink.get()] { s->run(); });
     } catch (const std::system_error& e) {
         error = std::string("stallscope: cannot start the Alertmanager worker thread: ") + e.what();

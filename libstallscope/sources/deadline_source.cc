@@ -8,6 +8,8 @@
 #include <string>
 #include <thread>
 
+#include "libstallscope/util/stop_signals.h"
+
 namespace stallscope {
 namespace {
 
@@ -92,6 +94,7 @@ class DeadlineSource final : public Source {
         }
         if (!worker_.joinable()) {
             shared_->quit = false;
+            const StopSignalsBlockedForNewThreads stop_signals_to_the_main_thread;
             worker_ = std::thread(worker_loop, shared_);
         }
         // The source sees what earlier sources found (the NVIDIA source checks for AMD GPUs).

@@ -1,6 +1,8 @@
 #include "libstallscope/sources/deadline_source.h"
 
 #include <doctest/doctest.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -151,6 +153,38 @@ TEST_CASE("a source that says it cannot block runs on the caller's thread, with 
         source->sample(crashing);
         CHECK(crashing.collector_failures.at("nvml") == "crashed: no");
     }
+}
+
+// Records whether the thread it samples on blocks SIGTERM.
+class SignalMaskRecordingSource final : public Source {
+  public:
+    explicit SignalMaskRecordingSource(int* sigterm_blocked) : sigterm_blocked_(sigterm_blocked) {}
+    std::string_view name() const override { return "nvml"; }
+    void sample(Snapshot&) override {
+        sigset_t current;
+        pthread_sigmask(SIG_BLOCK, nullptr, &current);
+        *sigterm_blocked_ = sigismember(&current, SIGTERM);
+    }
+
+  private:
+    int* sigterm_blocked_;
+};
+
+TEST_CASE("the worker thread never takes the helper's stop signals; the caller's mask is left as it was") {
+    // A SIGTERM taken by a worker reached the main thread's stop flag too late (util/stop_signals.h).
+    sigset_t before;
+    pthread_sigmask(SIG_BLOCK, nullptr, &before);
+    REQUIRE(sigismember(&before, SIGTERM) == 0);  // the test runner's main thread takes SIGTERM
+    int sigterm_blocked = -1;
+    auto source = with_deadline(std::make_unique<SignalMaskRecordingSource>(&sigterm_blocked), 5.0);
+    Snapshot s;
+    source->sample(s);
+    CHECK(s.collector_failures.empty());
+    CHECK(sigterm_blocked == 1);  // on the worker
+    sigset_t after;
+    pthread_sigmask(SIG_BLOCK, nullptr, &after);
+    CHECK(sigismember(&after, SIGTERM) == 0);
+    CHECK(sigismember(&after, SIGHUP) == sigismember(&before, SIGHUP));
 }
 
 TEST_CASE(

@@ -14,6 +14,7 @@
 #include "libstallscope/sources/nccl/tail_file.h"
 #include "libstallscope/sources/sampler.h"
 #include "libstallscope/util/parse_number.h"
+#include "libstallscope/util/stop_signals.h"
 
 namespace stallscope::nccl {
 namespace {
@@ -108,6 +109,7 @@ class NcclSource final : public Source {
         const RasEndpoint ep = c_.endpoint;
         const RasLimits lim = c_.limits;
         const RasQuery q{c_.ras_timeout_seconds, true, false};
+        const StopSignalsBlockedForNewThreads stop_signals_to_the_main_thread;
         pending_ = std::async(std::launch::async, [ep, lim, q, want_status, want_monitor, this] {
             PollResult r;
             if (want_status) {
