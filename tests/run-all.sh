@@ -32,6 +32,21 @@ run_meson_tests() {
 
 step() { printf '\n=== %s\n' "$*"; }
 
+# Waits for a test started in the background (PID), prints its output (LOG) and counts its exit status:
+# 0 passed, 77 skipped, anything else failed.
+collect_background() {
+  local pid=$1 log=$2 rc
+  wait "$pid"
+  rc=$?
+  cat "$log"
+  rm -f "$log"
+  case $rc in
+    0) passed=$((passed + 1)) ;;
+    77) skipped=$((skipped + 1)) ;;
+    *) failed=$((failed + 1)) ;;
+  esac
+}
+
 # The Debian sid root the newest-Slurm cluster test runs in (slurm_root.sh sid runtime: ~600 MB, made
 # with mmdebstrap, cached): mostly download and unpacking, so it is made beside the builds below and the
 # test finds it ready (slurm_root.sh lets one maker at a time make a root; a second caller waits for it,
@@ -115,26 +130,10 @@ run_meson_tests -C build --suite daemons --suite cluster --suite browser --suite
   --suite slurm-newest --print-errorlogs
 
 step "the plugin against Slurm 24.11's and 26.05's headers (beside the cluster tests)"
-wait "$headers_pid"
-headers_rc=$?
-cat "$headers_log"
-rm -f "$headers_log"
-case $headers_rc in
-  0) passed=$((passed + 1)) ;;
-  77) skipped=$((skipped + 1)) ;;
-  *) failed=$((failed + 1)) ;;
-esac
+collect_background "$headers_pid" "$headers_log"
 
 step "the Debian package: dpkg-buildpackage, lintian, the unpacked .deb run (beside the cluster tests)"
-wait "$package_pid"
-package_rc=$?
-cat "$package_log"
-rm -f "$package_log"
-case $package_rc in
-  0) passed=$((passed + 1)) ;;
-  77) skipped=$((skipped + 1)) ;;
-  *) failed=$((failed + 1)) ;;
-esac
+collect_background "$package_pid" "$package_log"
 
 step "fuzz gate: every libFuzzer target replays its corpus and regressions, then ${CI_RUNS:-4000} fixed-seed runs (run beside the cluster tests)"
 if [ -z "$fuzz_pid" ]; then
