@@ -23,6 +23,7 @@ shift 2
 [ $# -gt 0 ] || set -- trixie sid
 [ "$(id -u)" -eq 0 ] || { echo "skipped: fetching Debian's libslurm-dev with apt-get needs root"; exit 77; }
 mirror=$("$src/tests/integration/apt_mirror.sh") || exit 1
+. "$src/tests/integration/private_apt.sh"
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 
@@ -35,12 +36,8 @@ check() {
 
 for suite in "$@"; do
   dir=$out/$suite
-  mkdir -p "$dir/lists/partial" "$dir/cache/archives/partial"
-  echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $mirror $suite main" >"$dir/sources.list"
   # Only this suite's index, in a private state: the host's sources, preferences and lists are not read.
-  apt_opts=(-q -o "Dir::Etc::SourceList=$dir/sources.list" -o Dir::Etc::SourceParts=/nonexistent
-    -o Dir::Etc::Preferences=/nonexistent -o Dir::Etc::PreferencesParts=/nonexistent
-    -o "Dir::State::Lists=$dir/lists" -o "Dir::Cache=$dir/cache" -o Acquire::Languages=none)
+  private_apt "$dir" "$suite" "$mirror"
   if ! apt-get "${apt_opts[@]}" update >"$dir/apt.log" 2>&1; then
     tail -5 "$dir/apt.log"
     check "apt-get update for $suite from $mirror" false

@@ -47,13 +47,9 @@ root_job=$!
 
 # ---- sid's libslurm-dev and libslurm, into a private apt state (the host's apt is not touched) ----------
 apt=$OUT/apt
-mkdir -p "$apt/lists/partial" "$apt/cache/archives/partial"
 mirror=$("$HERE/apt_mirror.sh") || fail "no Debian mirror"
-echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $mirror sid main" >"$apt/sources.list"
-apt_opts=(-q -o "Dir::Etc::SourceList=$apt/sources.list" -o Dir::Etc::SourceParts=/nonexistent
-    -o Dir::Etc::Preferences=/nonexistent -o Dir::Etc::PreferencesParts=/nonexistent
-    -o "Dir::State::Lists=$apt/lists" -o "Dir::Cache=$apt/cache" -o Acquire::Languages=none
-    -o 'Acquire::Check-Valid-Until=false')
+. "$HERE/private_apt.sh"
+private_apt "$apt" sid "$mirror"
 t=$(date +%s)
 apt-get "${apt_opts[@]}" update >"$apt/apt.log" 2>&1 || { tail -5 "$apt/apt.log"; fail "apt-get update (sid)"; }
 rm -f "$apt"/*.deb
