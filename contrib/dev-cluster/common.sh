@@ -13,6 +13,15 @@ DBPASS=stallscope-ci
 
 die() { echo "dev-cluster: $*" >&2; exit 1; }
 
+# The job user: unprivileged, so the plugin's uid switching is really exercised. Two clusters booting at
+# once (tests/run-all.sh runs them side by side) may both find it missing: the loser's useradd fails
+# because the user now exists, which is what it wanted.
+ensure_cluster_user() {
+    id "$CLUSTER_USER" >/dev/null 2>&1 && return 0
+    err=$(useradd --system --no-create-home --home-dir "$D/work" --shell /bin/sh "$CLUSTER_USER" 2>&1) ||
+        id "$CLUSTER_USER" >/dev/null 2>&1 || die "cannot create job user $CLUSTER_USER: $err"
+}
+
 # Kill one daemon that up.sh started, by its recorded pid, only if that pid still runs the same binary.
 stop_pidfile() {
     name=$1

@@ -36,10 +36,7 @@ HELPER=${STALLSCOPE_HELPER:-$(newest "$REPO/build*/helper/stallscope")}
 mkdir -p "$D/etc" "$D/log" "$D/pids" "$D/run" "$D/state/ctld" "$D/munge" "$D/work" "$D/local"
 chmod 755 "$D" "$D/etc" "$D/munge" "$D/run" "$D/local"
 chmod 1777 "$D/work"
-if ! id "$CLUSTER_USER" >/dev/null 2>&1; then
-    useradd --system --no-create-home --home-dir "$D/work" --shell /bin/sh "$CLUSTER_USER" ||
-        die "cannot create job user $CLUSTER_USER"
-fi
+ensure_cluster_user
 
 # ---- per-node trees ------------------------------------------------------------------------------
 FIXTURE=$REPO/fixtures/nodes/dgx-h100

@@ -66,11 +66,7 @@ mkdir -p "$D/etc" "$D/log" "$D/pids" "$D/run" "$D/state/ctld" "$D/state/d" "$D/m
 chmod 755 "$D" "$D/etc" "$D/munge" "$D/run"
 chmod 1777 "$D/work"
 
-# The job user: unprivileged, so the plugin's uid switching is really exercised.
-if ! id "$CLUSTER_USER" >/dev/null 2>&1; then
-    useradd --system --no-create-home --home-dir "$D/work" --shell /bin/sh "$CLUSTER_USER" ||
-        die "cannot create job user $CLUSTER_USER"
-fi
+ensure_cluster_user
 
 # ---- configuration (rewritten every time so changed paths/ports take effect) -----------------------
 cat >"$D/etc/slurm.conf" <<CONF

@@ -36,6 +36,16 @@ for b in ip unshare nsenter slurmctld slurmd slurmdbd mariadbd munged sacct sbat
     fi
 done
 [ $# -ge 3 ] || { echo "usage: $0 PLUGIN.so HELPER FAKE_NVML_LIB" >&2; exit 2; }
+# A mount namespace of its own, with a private /run/munge: Slurm 22.05's clients only talk to munged's
+# default socket, and tests/run-all.sh runs this beside the single-node cluster, which starts (or reuses)
+# a munged there. Shared, it would be stopped by whichever cluster ends first. In here this cluster
+# starts its own and stops it (contrib/dev-cluster/common.sh boot_munge); everything it starts (daemons,
+# jobs, node namespaces) inherits the mount.
+if [ "${STALLSCOPE_MULTINODE_OWN_MOUNTS:-}" != 1 ]; then
+    mkdir -p /run/munge
+    exec env STALLSCOPE_MULTINODE_OWN_MOUNTS=1 unshare --mount --propagation private "$0" "$@"
+fi
+mount -t tmpfs -o mode=755,size=1m stallscope-munge /run/munge || { echo "FAIL: a private /run/munge"; exit 1; }
 PLUGIN=$(readlink -f "$1")
 HELPER=$(readlink -f "$2")
 FAKE_NVML=$(readlink -f "$3")
@@ -285,7 +295,8 @@ echo "== teardown"
 "$REPO/contrib/dev-cluster/down-multinode.sh" >/dev/null
 check "no namespace left" eval '! ip netns list | grep -q "ss$CTLD_PORT-"'
 check "no bridge or veth left" eval '! ip link show | grep -qE "$BRIDGE|ssv$CTLD_PORT-"'
-check "no daemon or helper of the cluster left" eval '! pgrep -f "slurmd -D -N n[0-9]|$HELPER record" >/dev/null'
+# (Its helpers by their lock file in this cluster's run dir: the single-node cluster may run the same binary.)
+check "no daemon or helper of the cluster left" eval '! pgrep -f "slurmd -D -N n[0-9]|$HELPER record .*--lock-file $D/local/" >/dev/null'
 check "no mount of the node trees left on the host" eval '! grep -q " $D/local " /proc/self/mountinfo'
 STALLSCOPE_KEEP_CLUSTER=1  # already down
 echo "multinode: boot ${BOOT_S} s, jobs ${JOBS_S} s, total $(($(date +%s) - T0)) s; $PASS passed, $FAIL failed"

@@ -77,9 +77,13 @@ as_user() {
     runuser -u "$U" -- env -C "$dir" "${JOBENV[@]}" "$@"
 }
 # A job's helper, recognised by its output dir (other tests' jobs, e.g. the time-limit one, run
-# concurrently); without an argument any helper of the user.
-helpers_running() { pgrep -u "$U" -f "$HELPER record --out-dir [^ ]*${1:+stallscope-$1}" >/dev/null; }
-JOB_HELPER='pgrep -u $(id -u) -f "record --out-dir [^ ]*stallscope-$SLURM_JOB_ID" >/dev/null && echo HELPER_RUNNING'
+# concurrently); without an argument any helper of this cluster. Only this cluster's: its lock file is
+# in this cluster's run dir (the multi-node cluster, which tests/run-all.sh runs at the same time, starts
+# the same helper binary for the same user, and its job ids overlap these).
+helpers_running() { pgrep -u "$U" -f "$HELPER record --out-dir [^ ]*${1:+stallscope-$1 } .*--lock-file $RUNDIR/" >/dev/null; }
+# Inside a job: its own helper, by the output dir under the job's working directory ($W is per run).
+JOB_HELPER_PID='pgrep -u $(id -u) -f "record --out-dir $PWD/stallscope-$SLURM_JOB_ID " | head -n 1'
+JOB_HELPER="[ -n \"\$($JOB_HELPER_PID)\" ] && echo HELPER_RUNNING"
 sacct_field() { sacct -n -X -P -j "$1" -o "$2" 2>/dev/null | head -n 1; }
 # wait_for SECONDS CMD...
 wait_until() {
@@ -164,7 +168,7 @@ SUCCEEDED_JOBS+=("$id")
 check "verdict written for job $id" wait_until 5 eval 'compgen -G "$W/envvar/stallscope-$id/verdict.*.json" >/dev/null'
 
 echo "== STALLSCOPE_NCCL_ENV=1: NCCL/PyTorch variables in the step env and the helper's, user values win"
-NCCL_SHOW='echo JOBID=$SLURM_JOB_ID; env | grep -E "^(NCCL|TORCH)_"; sleep 1; hp=$(pgrep -u $(id -u) -f "record --out-dir [^ ]*stallscope-$SLURM_JOB_ID" | head -n 1); [ -n "$hp" ] && tr "\0" "\n" </proc/$hp/environ | sed "s/^/HELPERENV:/"; sleep 1'
+NCCL_SHOW='echo JOBID=$SLURM_JOB_ID; env | grep -E "^(NCCL|TORCH)_"; sleep 1; hp=$('"$JOB_HELPER_PID"'); [ -n "$hp" ] && tr "\0" "\n" </proc/$hp/environ | sed "s/^/HELPERENV:/"; sleep 1'
 out=$(as_user "$W/ncclenv" env STALLSCOPE_NCCL_ENV=1 srun --stallscope=1 sh -c "$NCCL_SHOW")
 rc=$?
 id=$(jobid_of "$out")
@@ -254,7 +258,7 @@ check "slurmd log says why" log_has "stallscope: job $id step 0: cannot start he
 
 echo "== allow_test_env=0 (production default): a job's STALLSCOPE_NVML_LIBRARY does not reach the helper"
 sed "s#allow_test_env=1#allow_test_env=0#" "$D/etc/plugstack.conf.default" | plugstack_from
-HELPER_ADJ='cat /proc/$(pgrep -u $(id -u) -f "record --out-dir [^ ]*stallscope-$SLURM_JOB_ID" | head -n 1)/oom_score_adj | sed "s/^/HELPER_ADJ=/"'
+HELPER_ADJ='cat /proc/$('"$JOB_HELPER_PID"')/oom_score_adj | sed "s/^/HELPER_ADJ=/"'
 out=$(as_user "$W/noseams" srun --stallscope=1 --gres=gpu:1 sh -c "echo JOBID=\$SLURM_JOB_ID; sleep 1; $HELPER_ADJ; sleep 1")
 rc=$?
 id=$(jobid_of "$out")

@@ -13,9 +13,11 @@
 #
 #   sudo tests/integration/slurm_newest_cluster.sh SRC OUT [HELPER FAKE_NVML]
 #
-# The root is made while the host compiles (one is network-bound, the other CPU-bound). The cluster runs
-# under `flock /tmp/stallscope-cluster.lock` (STALLSCOPE_CLUSTER_LOCK=FILE another, empty none, for a
-# caller that holds it): the dev cluster's ports are fixed. A plugin built for another release (STALLSCOPE_WRONG_RELEASE_PLUGIN, default the host
+# The root is made while the host compiles (one is network-bound, the other CPU-bound). The cluster has
+# its own ports (STALLSCOPE_NEWEST_PORT_BASE, default 19817) and runs under `flock
+# /tmp/stallscope-cluster.lock` (STALLSCOPE_CLUSTER_LOCK=FILE another, empty none, for a caller that holds
+# it): the version matrix's legs use job cgroups too, and two slurmd of one node name would share the
+# node's cgroup directory. A plugin built for another release (STALLSCOPE_WRONG_RELEASE_PLUGIN, default the host
 # build's spank/stallscope.so next to HELPER's build) feeds the leg's "wrong release" check.
 # Prints the leg's PASS/FAIL rows and the timings; exit 0 only when all passed, 77 without root or
 # mmdebstrap. STALLSCOPE_ROOT_CACHE (slurm_root.sh) sets where roots are cached.
@@ -138,9 +140,15 @@ unmount_root  # leftovers of an interrupted run: never mount twice
 ROOT=$root
 mount_root "$ROOT" "$SRC" "$LEG" || fail "mounts into $ROOT"
 t=$(date +%s)
+# Its own ports and directory (the root's /tmp): tests/run-all.sh runs the host's 22.05 clusters at the
+# same time, on 17817-17820 and 18817-18820, in the same network namespace; the directory names its
+# slurm.conf, by which each cluster's down.sh finds its own slurmstepd among all the machine's.
+PORT_BASE=${STALLSCOPE_NEWEST_PORT_BASE:-19817}
+CLUSTER_DIR=/tmp/stallscope-newest
 lock=${STALLSCOPE_CLUSTER_LOCK-/tmp/stallscope-cluster.lock}
 ${lock:+flock "$lock"} chroot "$ROOT" /usr/bin/env -i HOME=/root LANG=C.UTF-8 PATH=/usr/sbin:/usr/bin:/sbin:/bin \
     STALLSCOPE_CLUSTER_CGROUP="${STALLSCOPE_CLUSTER_CGROUP:-1}" \
+    STALLSCOPE_CLUSTER_DIR="$CLUSTER_DIR" STALLSCOPE_CLUSTER_PORT_BASE="$PORT_BASE" \
     bash /stallscope/tests/integration/slurm_versions_leg.sh test /stallscope "$B" /out 2>&1 | tee "$LEG/leg.log"
 leg_rc=${PIPESTATUS[0]}
 t_test=$(($(date +%s) - t))
