@@ -68,85 +68,96 @@ if [ ! -f build/build.ninja ]; then
 fi
 run_meson_tests -C build --suite plain --print-errorlogs
 
-step "sanitizer build (clang, ASan + UBSan, unity; with the libFuzzer targets) and unit + scenario tests"
-if [ ! -f build-asan/build.ninja ]; then
-  # clang when installed (contrib/install-deps.sh installs it), and then the same build holds the fuzz
-  # targets (-Dfuzz=true): the library is compiled once for the unit tests and the fuzz gate. clang -O0 +
-  # ASan also compiles this code in about half of g++'s time (one test unity file: 9.5 s against 17.6 s of
-  # CPU, 2026-11-28). g++ without clang, and then no fuzz gate.
-  # -g1 / -gline-tables-only: line tables only, enough for sanitizer reports, much cheaper to compile than
-  # -g. No benchmarks: no test runs them, and they are ~20 of its objects (~40 s on 2 cores). A unity build
-  # (6 files per compiler run): every test file includes doctest and nlohmann/json and -O0 + ASan emits
-  # their inline code once per object; one test executable's files measured 83 s apart and 32 s as one
-  # unit. The cost: two file-local helpers of the same name in one target collide here (give them distinct
-  # names).
-  if command -v clang++ >/dev/null; then
-    sanitizer_setup=(env CXX=clang++ meson setup build-asan -Dfuzz=true -Dcpp_args=-gline-tables-only)
-  else
-    sanitizer_setup=(meson setup build-asan -Dcpp_args=-g1)
-  fi
-  "${sanitizer_setup[@]}" -Db_sanitize=address,undefined -Db_lundef=false -Doptimization=0 -Ddebug=false \
-    -Dbench=false -Dunity=on -Dunity_size=6 >/dev/null || exit 1
-fi
-if ninja -C build-asan; then
-  # -O0 with sanitizers runs the CLI and scenario suites ~4x slower than the plain build: their
-  # timeouts (sized for the plain build) are stretched, not the tests cut.
-  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 \
-    run_meson_tests -C build-asan --suite unit --suite scenarios --timeout-multiplier 4 --print-errorlogs
-else
-  failed=$((failed + 1))
-fi
+# What follows runs at once: the sanitizer build with the unit tests and the fuzz gate, the packages, the
+# headers test and the real-daemon, cluster and browser suites. On CI's 2 cores the run is CPU-bound
+# (2026-11-28: 3 990 CPU-seconds in a 2 171 s run, both cores busy but for its last ~3 minutes), yet the
+# cluster suites alone mostly wait on daemons and time limits: the CPU-heavy parts run at nice 10 and
+# fill that waiting, and the clusters, which run side by side (each its own ports, directory and munged),
+# get the CPU when they want it. Each background part's output is printed after the suites, in order.
 
-# Deterministic: every committed input (seeds + past findings) once, then a fixed-seed exploration. A gate
-# must not pass or fail by chance; open-ended fuzzing is a separate, longer run (tests/fuzz/README.md).
-# The targets were built above (build-asan, -Dfuzz=true); the runs are ~3 minutes of CPU, and the Slurm
-# cluster tests that come next mostly wait on the daemons and on a 1-minute time limit (load ~0.3 while
-# they run), so the gate runs beside them and is reported after them.
-fuzz_log=$(mktemp)
-fuzz_pid=""
-if [ -f build-asan/tests/fuzz/fuzz_timeline ]; then
-  BUILD_DIR="$PWD/build-asan" tests/fuzz/run.sh --ci >"$fuzz_log" 2>&1 &
-  fuzz_pid=$!
-fi
+# The sanitizer build, its unit and scenario tests, then the fuzz gate over its libFuzzer targets. A
+# subshell: it writes its counts ("passed failed skipped") to the file $1.
+sanitizer_and_fuzz() {
+  passed=0 failed=0 skipped=0
+  step "sanitizer build (clang, ASan + UBSan, unity; with the libFuzzer targets) and unit + scenario tests"
+  if [ ! -f build-asan/build.ninja ]; then
+    # clang when installed (contrib/install-deps.sh installs it), and then the same build holds the fuzz
+    # targets (-Dfuzz=true): the library is compiled once for the unit tests and the fuzz gate. clang -O0 +
+    # ASan also compiles this code in about half of g++'s time (one test unity file: 9.5 s against 17.6 s
+    # of CPU, 2026-11-28). g++ without clang, and then no fuzz gate.
+    # -g1 / -gline-tables-only: line tables only, enough for sanitizer reports, much cheaper to compile
+    # than -g. No benchmarks: no test runs them, and they are ~20 of its objects (~40 s on 2 cores). A
+    # unity build (6 files per compiler run): every test file includes doctest and nlohmann/json and -O0 +
+    # ASan emits their inline code once per object; one test executable's files measured 83 s apart and
+    # 32 s as one unit. The cost: two file-local helpers of the same name in one target collide here
+    # (give them distinct names).
+    if command -v clang++ >/dev/null; then
+      sanitizer_setup=(env CXX=clang++ meson setup build-asan -Dfuzz=true -Dcpp_args=-gline-tables-only)
+    else
+      sanitizer_setup=(meson setup build-asan -Dcpp_args=-g1)
+    fi
+    "${sanitizer_setup[@]}" -Db_sanitize=address,undefined -Db_lundef=false -Doptimization=0 -Ddebug=false \
+      -Dbench=false -Dunity=on -Dunity_size=6 >/dev/null || { echo "0 1 0" >"$1"; return; }
+  fi
+  if ninja -C build-asan; then
+    # -O0 with sanitizers runs the CLI and scenario suites ~4x slower than the plain build: their
+    # timeouts (sized for the plain build) are stretched, not the tests cut.
+    UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 \
+      run_meson_tests -C build-asan --suite unit --suite scenarios --timeout-multiplier 4 --print-errorlogs
+  else
+    failed=$((failed + 1))
+  fi
+  # Deterministic: every committed input (seeds + past findings) once, then a fixed-seed exploration. A
+  # gate must not pass or fail by chance; open-ended fuzzing is a separate, longer run (tests/fuzz/README.md).
+  step "fuzz gate: every libFuzzer target replays its corpus and regressions, then ${CI_RUNS:-4000} fixed-seed runs"
+  if [ ! -f build-asan/tests/fuzz/fuzz_timeline ]; then
+    echo "fuzz: no fuzz targets in build-asan (clang++ was not installed when it was set up: contrib/install-deps.sh installs it); skipped"
+    skipped=$((skipped + 1))
+  elif BUILD_DIR="$PWD/build-asan" tests/fuzz/run.sh --ci; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+  fi
+  echo "$passed $failed $skipped" >"$1"
+}
+
+sanitizer_log=$(mktemp) sanitizer_counts=$(mktemp)
+(renice -n 10 -p "$BASHPID" >/dev/null; sanitizer_and_fuzz "$sanitizer_counts") >"$sanitizer_log" 2>&1 &
+sanitizer_pid=$!
 
 # The Debian package (dpkg-buildpackage: its own optimized build of the library, helper and plugin, then
-# lintian) took ~7 minutes run on its own; it too runs beside the cluster tests, from the source tree (it
-# needs no build dir), and is reported after them. Then the RPM from the same tree, at -O0 here (why: in
-# package_test.sh).
+# lintian), then the RPM from the same tree, at -O0 here (why: in package_test.sh). From the source tree:
+# it needs no build dir.
 package_log=$(mktemp)
-STALLSCOPE_PACKAGE_UNITY=1 STALLSCOPE_PACKAGE_RPM_QUICK=1 \
+STALLSCOPE_PACKAGE_UNITY=1 STALLSCOPE_PACKAGE_RPM_QUICK=1 nice -n 10 \
   tests/integration/package_test.sh "$PWD" "$PWD/build/tests/integration/package" >"$package_log" 2>&1 &
 package_pid=$!
 
-# The plugin against Slurm 24.11's and 26.05's headers (apt downloads and a small -O0 build, no cluster):
-# beside the cluster suites too, which meson runs one at a time (it waited its turn there: 133 s of the
-# run's critical path, 2026-11-28).
+# The plugin against Slurm 24.11's headers (Debian trixie; an apt download and a small -O0 build, no
+# cluster). Not sid's 26.05 here: the slurm-newest suite builds the plugin and the job reader against
+# those headers and that libslurm, and runs them in a 26.05 cluster.
 headers_log=$(mktemp)
-tests/integration/slurm_headers_test.sh "$PWD" "$PWD/build/tests/integration/slurm-headers" >"$headers_log" 2>&1 &
+nice -n 10 tests/integration/slurm_headers_test.sh "$PWD" "$PWD/build/tests/integration/slurm-headers" trixie \
+  >"$headers_log" 2>&1 &
 headers_pid=$!
 
-step "real daemons (node_exporter, Alertmanager, promtool), the real Slurm clusters (22.05: 1 node; 3 nodes in network namespaces; 26.05 in a Debian sid root), the HTML views in headless chromium, the GPU node kit against the fake NVML and its bundle in a clean Debian 12 root"
+step "real daemons (node_exporter, Alertmanager, promtool), the real Slurm clusters side by side (22.05: 1 node; 3 nodes in network namespaces; 26.05 in a Debian sid root), the HTML views in headless chromium, the GPU node kit against the fake NVML and its bundle in a clean Debian 12 root"
+# Up to 8 at once: the suites below are 10 tests, 7 of which may share the machine (meson runs the
+# daemon tests, which use fixed ports, one at a time after them).
 run_meson_tests -C build --suite daemons --suite cluster --suite browser --suite gpu-kit --suite bundle \
-  --suite slurm-newest --print-errorlogs
+  --suite slurm-newest --print-errorlogs --num-processes 8
 
-step "the plugin against Slurm 24.11's and 26.05's headers (beside the cluster tests)"
+step "the plugin against Slurm 24.11's headers (beside the cluster tests)"
 collect_background "$headers_pid" "$headers_log"
 
-step "the Debian package: dpkg-buildpackage, lintian, the unpacked .deb run (beside the cluster tests)"
+step "the Debian package and the RPM: dpkg-buildpackage, lintian, the unpacked .deb run; rpmbuild (beside the cluster tests)"
 collect_background "$package_pid" "$package_log"
 
-step "fuzz gate: every libFuzzer target replays its corpus and regressions, then ${CI_RUNS:-4000} fixed-seed runs (run beside the cluster tests)"
-if [ -z "$fuzz_pid" ]; then
-  echo "fuzz: no fuzz targets in build-asan (clang++ was not installed when it was set up: contrib/install-deps.sh installs it); skipped"
-  skipped=$((skipped + 1))
-elif wait "$fuzz_pid"; then
-  cat "$fuzz_log"
-  passed=$((passed + 1))
-else
-  cat "$fuzz_log"
-  failed=$((failed + 1))
-fi
-rm -f "$fuzz_log"
+wait "$sanitizer_pid"
+cat "$sanitizer_log"
+read -r p f k <"$sanitizer_counts" || { p=0 f=1 k=0; echo "the sanitizer build and tests ended without counts"; }
+passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + k))
+rm -f "$sanitizer_log" "$sanitizer_counts"
 
 echo
 echo "stallscope tests: ${passed} passed, ${failed} failed, ${skipped} skipped"
