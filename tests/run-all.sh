@@ -125,11 +125,11 @@ sanitizer_log=$(mktemp) sanitizer_counts=$(mktemp)
 (renice -n 10 -p "$BASHPID" >/dev/null; sanitizer_and_fuzz "$sanitizer_counts") >"$sanitizer_log" 2>&1 &
 sanitizer_pid=$!
 
-# The Debian package (dpkg-buildpackage: its own optimized build of the library, helper and plugin, then
-# lintian), then the RPM from the same tree, at -O0 here (why: in package_test.sh). From the source tree:
-# it needs no build dir.
+# The Debian package (dpkg-buildpackage: its own build of the library, helper and plugin, then lintian),
+# then the RPM from the same tree, both at -O0 here (why: in package_test.sh). From the source tree: it
+# needs no build dir.
 package_log=$(mktemp)
-STALLSCOPE_PACKAGE_UNITY=1 STALLSCOPE_PACKAGE_RPM_QUICK=1 nice -n 10 \
+STALLSCOPE_PACKAGE_UNITY=1 STALLSCOPE_PACKAGE_QUICK=1 nice -n 10 \
   tests/integration/package_test.sh "$PWD" "$PWD/build/tests/integration/package" >"$package_log" 2>&1 &
 package_pid=$!
 
