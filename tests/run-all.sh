@@ -2,7 +2,7 @@
 # Runs every test stallscope has: format check, unit + scenario tests (in the ASan/UBSan build; the plain,
 # optimized build runs what only it can), the deterministic libFuzzer gate of every parser, the real-daemon
 # tests (node_exporter, Alertmanager, promtool), the real Slurm cluster tests (22.05 on this host, 26.05 in a
-# Debian sid root), chromium, the Debian package.
+# Debian sid root), chromium, the Debian package and the RPM.
 # As root it first installs missing Debian packages (contrib/install-deps.sh); the cluster tests need root
 # and are skipped (exit 77, reported) otherwise.
 set -uo pipefail
@@ -69,11 +69,12 @@ fi
 run_meson_tests -C build --suite plain --print-errorlogs
 
 # What follows runs at once: the sanitizer build with the unit tests and the fuzz gate, the packages, the
-# headers test and the real-daemon, cluster and browser suites. On CI's 2 cores the run is CPU-bound
-# (2026-11-28: 3 990 CPU-seconds in a 2 171 s run, both cores busy but for its last ~3 minutes), yet the
-# cluster suites alone mostly wait on daemons and time limits: the CPU-heavy parts run at nice 10 and
+# headers test and the real-daemon, cluster and browser suites. On CI's 2 cores the run is CPU-bound, yet
+# the cluster suites alone mostly wait on daemons and time limits: the CPU-heavy parts run at nice 10 and
 # fill that waiting, and the clusters, which run side by side (each its own ports, directory and munged),
 # get the CPU when they want it. Each background part's output is printed after the suites, in order.
+# Measured on a fresh clone, 2 vCPU, 2026-11-28: one part after another, 2 171 s and 3 994 CPU-seconds
+# (both cores busy but for the last ~3 minutes); like this (and the .deb at -O0), 1 896 s and 3 692.
 
 # The sanitizer build, its unit and scenario tests, then the fuzz gate over its libFuzzer targets. A
 # subshell: it writes its counts ("passed failed skipped") to the file $1.
@@ -142,7 +143,7 @@ nice -n 10 tests/integration/slurm_headers_test.sh "$PWD" "$PWD/build/tests/inte
 headers_pid=$!
 
 step "real daemons (node_exporter, Alertmanager, promtool), the real Slurm clusters side by side (22.05: 1 node; 3 nodes in network namespaces; 26.05 in a Debian sid root), the HTML views in headless chromium, the GPU node kit against the fake NVML and its bundle in a clean Debian 12 root"
-# Up to 8 at once: the suites below are 10 tests, 7 of which may share the machine (meson runs the
+# Up to 8 at once: the suites below are 11 tests, 7 of which may share the machine (meson runs the 4
 # daemon tests, which use fixed ports, one at a time after them).
 run_meson_tests -C build --suite daemons --suite cluster --suite browser --suite gpu-kit --suite bundle \
   --suite slurm-newest --print-errorlogs --num-processes 8
