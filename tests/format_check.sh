@@ -26,5 +26,5 @@ if [ "$rc" -ne 0 ] && [ ${#bad[@]} -eq 0 ]; then
   head -20 <<<"$out" >&2
   exit 1
 fi
-[ ${#bad[@]} -eq 0 ] && [ "$rc" -eq 0 ] && echo "format check: ${#files[@]} files OK"
-[ ${#bad[@]} -eq 0 ] && [ "$rc" -eq 0 ]
+[ ${#bad[@]} -eq 0 ] || exit 1
+echo "format check: ${#files[@]} files OK"
