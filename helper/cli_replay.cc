@@ -35,11 +35,6 @@ struct Replayed {
     ReplayResult result;
 };
 
-bool ends_with(const std::string& s, const char* suffix) {
-    const std::size_t n = std::char_traits<char>::length(suffix);
-    return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
-}
-
 // A directory stands for its timelines, v1 and v2 (timeline.*.jsonl, timeline.*.jsonl.zst), sorted.
 std::vector<std::string> expand_directories(const std::vector<std::string>& inputs) {
     std::vector<std::string> paths;
@@ -54,7 +49,7 @@ std::vector<std::string> expand_directories(const std::vector<std::string>& inpu
             while (const dirent* e = ::readdir(d)) {
                 const std::string name = e->d_name;
                 if (name.rfind("timeline.", 0) == 0 &&
-                    (ends_with(name, ".jsonl") || ends_with(name, ".jsonl.zst")))
+                    (name.ends_with(".jsonl") || name.ends_with(".jsonl.zst")))
                     found.push_back(in + "/" + name);
             }
             ::closedir(d);

@@ -46,11 +46,6 @@ std::string human_bytes(const std::optional<double>& bytes) {
     return format("%.1f %s", b, units[u]);
 }
 
-std::string clock_time(double t) {
-    const std::string s = format_rfc3339(t);  // 2026-11-22T05:00:00.000Z
-    return s.size() >= 19 ? s.substr(11, 8) : s;
-}
-
 // Appends `items` separated by ", " as lines of at most kLineWidth, each starting with `indent`.
 void wrap(std::vector<std::string>& lines, const std::string& first, const std::string& text,
           const std::string& indent) {
@@ -121,8 +116,8 @@ void header(std::vector<std::string>& out, const JobReport& r) {
     std::vector<std::string> steps;
     for (const auto& s : r.step_summaries)
         steps.push_back(s.samples ? format("step %s on %d node(s) %s-%s UTC (%.0f s)", s.step_id.c_str(),
-                                           s.nodes, clock_time(s.start_time).c_str(),
-                                           clock_time(s.end_time).c_str(), s.duration_seconds())
+                                           s.nodes, format_clock_time(s.start_time).c_str(),
+                                           format_clock_time(s.end_time).c_str(), s.duration_seconds())
                                   : format("step %s on %d node(s), no samples", s.step_id.c_str(), s.nodes));
     const std::size_t shown = std::min<std::size_t>(steps.size(), 6);
     for (std::size_t i = 0; i < shown; ++i) out.push_back("  " + steps[i]);

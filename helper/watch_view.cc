@@ -23,11 +23,6 @@ std::string fmt(const char* f, auto... args) {
     return buf;
 }
 
-std::string clock_time(double t) {
-    const std::string s = format_rfc3339(t);
-    return s.size() >= 19 ? s.substr(11, 8) : s;
-}
-
 std::string age(double seconds) {
     if (seconds < 0) seconds = 0;
     if (seconds < 120) return fmt("%.0fs", seconds);
@@ -36,18 +31,18 @@ std::string age(double seconds) {
 }
 
 // A reason across the nodes that show it.
-struct ReasonGroup {
+struct WatchedReason {
     std::string code, label, message;
     std::vector<std::string> hosts;
     double first_seen = 0, last_seen = 0;
     bool now = false;  // fired in some node's latest sample
 };
 
-std::vector<ReasonGroup> group_reasons(const JobReport& report) {
-    std::map<std::string, ReasonGroup> by_code;
+std::vector<WatchedReason> reasons_across_nodes(const JobReport& report) {
+    std::map<std::string, WatchedReason> by_code;
     for (const auto& node : report.nodes) {
         for (const auto& r : node.verdict.reasons) {
-            ReasonGroup& g = by_code[r.reason.code];
+            WatchedReason& g = by_code[r.reason.code];
             if (g.code.empty()) {
                 g.code = r.reason.code;
                 g.label = r.reason.label;
@@ -61,10 +56,10 @@ std::vector<ReasonGroup> group_reasons(const JobReport& report) {
             if (r.last_seen >= node.verdict.end_time) g.now = true;
         }
     }
-    std::vector<ReasonGroup> out;
+    std::vector<WatchedReason> out;
     for (auto& [code, g] : by_code) out.push_back(std::move(g));
     // As they appeared (the earliest anomaly is most often the root cause), the worst label first on ties.
-    std::sort(out.begin(), out.end(), [](const ReasonGroup& a, const ReasonGroup& b) {
+    std::sort(out.begin(), out.end(), [](const WatchedReason& a, const WatchedReason& b) {
         if (a.first_seen != b.first_seen) return a.first_seen < b.first_seen;
         return severity(a.label) > severity(b.label);
     });
@@ -111,7 +106,7 @@ std::string watch_text(const WatchFrame& f, const WatchSize& size) {
     std::map<std::string, int> labels;
     for (const auto& n : r.nodes) ++labels[n.label.empty() ? kLabelUnknown : n.label];
     lines.push_back(fmt("stallscope watch %s  %s UTC  (read in %.1f s)", printable(f.dir).c_str(),
-                        clock_time(f.now).c_str(), f.build_seconds));
+                        format_clock_time(f.now).c_str(), f.build_seconds));
     const double last = last_sample_time(r);
     lines.push_back(
         fmt("job %s  %d nodes  %d steps  FAIL_RISK %d  SLOW %d  FAST %d  UNKNOWN %d  last sample %s",
@@ -123,7 +118,7 @@ std::string watch_text(const WatchFrame& f, const WatchSize& size) {
         lines.push_back(
             fmt("   evidence: %zu file(s) in %s", f.hang->files.size(), printable(f.dir).c_str()));
     }
-    const auto groups = group_reasons(r);
+    const auto groups = reasons_across_nodes(r);
     const auto nodes = worst_nodes(r);
     // Rows left for the two lists: reasons get at most half, the worst nodes the rest.
     const int fixed = static_cast<int>(lines.size()) + 3;  // two section titles + the table header
@@ -132,11 +127,11 @@ std::string watch_text(const WatchFrame& f, const WatchSize& size) {
     lines.push_back(groups.empty() ? "reasons: none so far"
                                    : "reasons (as they appeared; * firing now, + new):");
     for (int i = 0; i < reason_rows; ++i) {
-        const ReasonGroup& g = groups[static_cast<std::size_t>(i)];
+        const WatchedReason& g = groups[static_cast<std::size_t>(i)];
         const bool fresh = f.new_reasons.count(g.code) > 0;
         lines.push_back(fmt(" %c%c %-9s %-28s %4zu node(s) since %s  %s", g.now ? '*' : ' ',
                             fresh ? '+' : ' ', g.label.c_str(), g.code.c_str(), g.hosts.size(),
-                            clock_time(g.first_seen).c_str(),
+                            format_clock_time(g.first_seen).c_str(),
                             printable(compress_host_list(g.hosts)).c_str()));
     }
     if (static_cast<int>(groups.size()) > reason_rows)
@@ -176,7 +171,7 @@ Json watch_json(const WatchFrame& f) {
     for (const auto& n : r.nodes) ++counts[n.label.empty() ? kLabelUnknown : n.label];
     for (const auto& [label, count] : counts) labels[label] = count;
     Json reasons = Json::array();
-    for (const auto& g : group_reasons(r)) {
+    for (const auto& g : reasons_across_nodes(r)) {
         Json j = json_fields::object_of(8);
         put(j, "code", g.code);
         put(j, "label", g.label);

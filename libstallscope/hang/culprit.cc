@@ -14,7 +14,8 @@ namespace {
 // What GPU telemetry calls a spinning GPU: the gpu_busy_wait_hang rule's signature (busy, no work).
 constexpr double kBusyUtilPct = 90, kIdleUtilPct = 10, kSpinSmActivePct = 20, kSpinPowerFraction = 0.25;
 
-enum Source { kFlightRecorder, kRas, kGpu, kProc, kSources };
+// Who votes for a culprit rank; array indexes.
+enum Source { kFromFlightRecorder, kFromRas, kFromGpu, kFromProc, kSources };
 constexpr const char* kSourceNames[kSources] = {"flight_recorder", "ras", "gpu", "proc"};
 
 struct Vote {
@@ -219,8 +220,8 @@ HangFinding name_culprit(const HangEvidence& in) {
         out.waiting_ranks = static_cast<int>(ranks_seen.size());
         if (!fr.all_inside.empty())
             out.evidence.push_back("FR: every rank enqueued " + fr.all_inside + ", none completed it");
-        if (votes[kRas].has_data) out.evidence.push_back(ras_phrase);
-        if (votes[kGpu].has_data && peer_util > 0)
+        if (votes[kFromRas].has_data) out.evidence.push_back(ras_phrase);
+        if (votes[kFromGpu].has_data && peer_util > 0)
             out.evidence.push_back("GPUs spinning at " + fmt(peer_util) + " %");
         if (out.kind == HangFindingKind::all_waiting) {
             out.line = "HANG: all " + std::to_string(out.waiting_ranks) +
@@ -246,7 +247,7 @@ HangFinding name_culprit(const HangEvidence& in) {
         out.pid = who->pid;
     }
     std::set<int> others(fr.vote.ranks);
-    others.insert(votes[kRas].ranks.begin(), votes[kRas].ranks.end());
+    others.insert(votes[kFromRas].ranks.begin(), votes[kFromRas].ranks.end());
     others.erase(best);
     out.other_laggards.assign(others.begin(), others.end());
     out.waiting_ranks = static_cast<int>(ranks_seen.size()) - 1 - static_cast<int>(others.size());
@@ -255,7 +256,7 @@ HangFinding name_culprit(const HangEvidence& in) {
     if (const auto it = fr.behind.find(best); it != fr.behind.end())
         out.evidence.push_back("FR last_enqueued " + std::to_string(it->second.first) + " vs " +
                                std::to_string(it->second.second));
-    if (votes[kRas].ranks.count(best)) out.evidence.push_back(ras_phrase);
+    if (votes[kFromRas].ranks.count(best)) out.evidence.push_back(ras_phrase);
     if (who && who->gpu_state && who->gpu_state->utilization_pct) {
         std::string g = "GPU" + (who->gpu >= 0 ? std::to_string(who->gpu) : std::string("?")) + " " +
                         fmt(*who->gpu_state->utilization_pct) + " %";

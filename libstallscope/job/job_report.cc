@@ -15,6 +15,7 @@
 #include "libstallscope/job/replay_timeline.h"
 #include "libstallscope/job/verdict_file.h"
 #include "libstallscope/rules/verdict.h"
+#include "libstallscope/util/median.h"
 
 namespace stallscope {
 namespace {
@@ -204,12 +205,6 @@ void merge_verdicts(JobReport& job) {
     if (job_label_rank(v.label) >= 2) job.worst_node = worst->host;
     if (!v.worst_port.empty()) job.worst_port = (prefix_host ? worst->host + ":" : "") + v.worst_port;
     if (v.label != kLabelUnknown) v.unknown_reasons.clear();
-}
-
-double median(std::vector<double> v) {
-    if (v.empty()) return 0;
-    std::sort(v.begin(), v.end());
-    return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
 }
 
 // A node whose GPUs run well below (< 70 % of) the median node of the same step holds back every

@@ -20,6 +20,8 @@ using Json = nlohmann::ordered_json;
 std::string format_rfc3339(double epoch_seconds);
 // The same text appended to `out` (no string of its own: the --json line writer's per-sample path).
 void append_rfc3339(std::string& out, double epoch_seconds);
+// Its time of day, HH:MM:SS (UTC), as the text views print a moment of a job.
+std::string format_clock_time(double epoch_seconds);
 // Accepts RFC 3339 with Z or +00:00 and optional fraction; nullopt on anything else.
 std::optional<double> parse_rfc3339(const std::string& text);
 

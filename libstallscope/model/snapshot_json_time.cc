@@ -59,6 +59,11 @@ std::string format_rfc3339(double epoch_seconds) {
     return text;
 }
 
+std::string format_clock_time(double epoch_seconds) {
+    const std::string s = format_rfc3339(epoch_seconds);  // 2026-11-22T05:00:00.000Z
+    return s.size() >= 19 ? s.substr(11, 8) : s;
+}
+
 std::optional<double> parse_rfc3339(const std::string& text) {
     std::tm tm{};
     int consumed = 0;

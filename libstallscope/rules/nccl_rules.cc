@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <set>
 
+#include "libstallscope/util/median.h"
+
 namespace stallscope {
 namespace {
 
@@ -30,12 +32,6 @@ std::string host_name(const RuleInput& in, const NcclPeer& p, const std::string&
     if (!in.peer_names) return "";
     const std::string name = in.peer_names->host_of(p, comm);
     return name.empty() || name == p.host ? "" : " (" + name + ")";
-}
-
-double median(std::vector<double> v) {
-    if (v.empty()) return 0;
-    std::sort(v.begin(), v.end());
-    return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
 }
 
 }  // namespace

@@ -13,10 +13,6 @@ namespace {
 
 constexpr std::string_view kApiPath = "/api/v2/alerts";
 
-bool ends_with(std::string_view s, std::string_view suffix) {
-    return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
 std::string evidence_text(const Evidence& evidence) {
     std::string out;
     for (const auto& [key, value] : evidence) {
@@ -72,9 +68,9 @@ std::optional<std::string> normalize_alertmanager_url(std::string_view url, std:
     }
     std::string_view path = slash == std::string_view::npos ? "" : rest.substr(slash);
     while (!path.empty() && path.back() == '/') path.remove_suffix(1);
-    if (ends_with(path, kApiPath)) {
+    if (path.ends_with(kApiPath)) {
         path.remove_suffix(kApiPath.size());
-    } else if (ends_with(path, "/api/v1/alerts")) {
+    } else if (path.ends_with("/api/v1/alerts")) {
         path.remove_suffix(std::string_view("/api/v1/alerts").size());
     }
     std::string out;

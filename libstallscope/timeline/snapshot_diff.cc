@@ -3,9 +3,9 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
-#include <nlohmann/detail/conversions/to_chars.hpp>
 
 #include "libstallscope/model/json_fields.h"
+#include "libstallscope/model/json_text.h"
 #include "libstallscope/model/nccl_json.h"
 #include "libstallscope/timeline/binary_record.h"
 
@@ -14,14 +14,9 @@ namespace {
 
 // The same text nlohmann's dump() gives a double (shortest round trip, "1.0" for integral values, null for
 // NaN/inf), so a value read back is the same double of the same JSON type.
-void append_double(std::string& out, double v) {
-    if (!std::isfinite(v)) {
-        out.append("null");
-        return;
-    }
-    char buf[64];
-    const char* end = nlohmann::detail::to_chars(buf, buf + sizeof buf, v);
-    out.append(buf, static_cast<std::size_t>(end - buf));
+void append_float_text(std::string& out, double v) {
+    char buf[kMaxCompactNumberChars];
+    out.append(buf, write_compact_float(buf, v));
 }
 
 template <typename Integer>
@@ -188,7 +183,7 @@ void SnapshotDiffEncoder::end_changes(std::string& out) {
         out.append(R"(,"g":[)");
         for (std::size_t i = 0; i < gauges_.size(); ++i) {
             if (i) out.push_back(',');
-            append_double(out, gauges_[i].slot);
+            append_float_text(out, gauges_[i].slot);
         }
         out.push_back(']');
     }
@@ -263,7 +258,7 @@ void SnapshotDiffEncoder::write_set(const Json& value) {
             append_integer(set_, value.get<std::int64_t>());
             break;
         case Json::value_t::number_float:
-            append_double(set_, value.get<double>());
+            append_float_text(set_, value.get<double>());
             break;
         case Json::value_t::null:
             set_.append("null");

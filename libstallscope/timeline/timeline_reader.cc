@@ -29,13 +29,14 @@ std::string_view string_field(simdjson::dom::object object, const char* key) {
     return value;
 }
 
-class Reader {
+class TimelineFileReader {
   public:
-    Reader(const std::string& name, TimelineVisitor& visitor, std::vector<std::string>& warnings,
-           bool whole_samples)
+    TimelineFileReader(const std::string& name, TimelineVisitor& visitor, std::vector<std::string>& warnings,
+                       bool whole_samples)
         : name_(name), visitor_(visitor), warnings_(warnings), whole_samples_(whole_samples) {
 #ifdef STALLSCOPE_INVARIANT_CHECKS  // the whole-sample oracle reads every line beside this reader
-        if (!whole_samples) shadow_ = std::make_unique<Reader>(name, oracle_, oracle_warnings_, true);
+        if (!whole_samples)
+            shadow_ = std::make_unique<TimelineFileReader>(name, oracle_, oracle_warnings_, true);
 #endif
     }
 
@@ -193,8 +194,8 @@ class Reader {
             for (simdjson::dom::key_value_pair field : changes) {
                 if (!decoder_.set(field.key, to_tree(field.value), problem_)) return broken(number);
                 // A gauge set to a number (a GPU's power or temperature, the host's load or PSI: every
-                // second) is placed in the kept snapshot as Reader::number reads it; anything else re-reads
-                // what it touched.
+                // second) is placed in the kept snapshot as TimelineFileReader::number reads it; anything
+                // else re-reads what it touched.
                 double value = 0;
                 Gauge* gauge = nullptr;
                 if (kept_clean_ && field.value.is_number() &&
@@ -467,7 +468,7 @@ class Reader {
 #ifdef STALLSCOPE_INVARIANT_CHECKS
     OracleSample oracle_;
     std::vector<std::string> oracle_warnings_;
-    std::unique_ptr<Reader> shadow_;  // whole_samples: what every lent sample must equal
+    std::unique_ptr<TimelineFileReader> shadow_;  // whole_samples: what every lent sample must equal
 #endif
     const std::string& name_;
     TimelineVisitor& visitor_;
@@ -509,7 +510,7 @@ class Reader {
 
 bool visit_timeline(const std::string& path, TimelineVisitor& visitor, std::vector<std::string>& warnings,
                     std::string& error, const TimelineReadLimits& limits) {
-    Reader reader(path, visitor, warnings, limits.whole_samples);
+    TimelineFileReader reader(path, visitor, warnings, limits.whole_samples);
     TimelineInput input(limits, [&](std::size_t line, const std::string& w) { reader.warn(line, w); });
     if (!input.open(path, error)) return false;
     return reader.run(input, error);
@@ -518,7 +519,7 @@ bool visit_timeline(const std::string& path, TimelineVisitor& visitor, std::vect
 bool visit_timeline_fd(int fd, const std::string& name, TimelineVisitor& visitor,
                        std::vector<std::string>& warnings, std::string& error,
                        const TimelineReadLimits& limits) {
-    Reader reader(name, visitor, warnings, limits.whole_samples);
+    TimelineFileReader reader(name, visitor, warnings, limits.whole_samples);
     TimelineInput input(limits, [&](std::size_t line, const std::string& w) { reader.warn(line, w); });
     if (!input.adopt(fd, name, error)) return false;
     return reader.run(input, error);

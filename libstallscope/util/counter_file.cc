@@ -1,11 +1,16 @@
 #include "libstallscope/util/counter_file.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <memory>
 #include <utility>
+
+#include "libstallscope/util/parse_number.h"
 
 namespace stallscope {
 
@@ -91,6 +96,24 @@ std::optional<std::string> read_text_file(const std::string& path, std::string& 
     }
     ::close(fd);
     return text;
+}
+
+std::string read_attribute_text(const std::string& path) {
+    std::string error;
+    auto text = read_text_file(path, error, 4096);
+    return text ? std::string(trim(*text)) : std::string();
+}
+
+std::optional<std::vector<std::string>> directory_entries(const std::string& path) {
+    std::unique_ptr<DIR, int (*)(DIR*)> dir(::opendir(path.c_str()), ::closedir);
+    if (!dir) return std::nullopt;
+    std::vector<std::string> names;
+    while (const dirent* entry = ::readdir(dir.get())) {
+        const std::string_view name = entry->d_name;
+        if (name != "." && name != "..") names.emplace_back(name);
+    }
+    std::sort(names.begin(), names.end());
+    return names;
 }
 
 }  // namespace stallscope

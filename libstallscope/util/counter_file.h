@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace stallscope {
 
@@ -41,5 +42,12 @@ class CounterFile {
 // memory on garbage input.
 std::optional<std::string> read_text_file(const std::string& path, std::string& error,
                                           std::size_t max_bytes = 1 << 20);
+
+// A sysfs attribute read once (vendor, unique_id, link_layer, ...): its text without surrounding blanks, at
+// most 4 KiB; "" when it cannot be read.
+std::string read_attribute_text(const std::string& path);
+
+// A directory's entry names but "." and "..", in byte order; nullopt when it cannot be opened.
+std::optional<std::vector<std::string>> directory_entries(const std::string& path);
 
 }  // namespace stallscope

@@ -11,6 +11,17 @@ namespace stallscope {
 // Trims ASCII whitespace (sysfs values end in '\n') on both sides.
 std::string_view trim(std::string_view text);
 
+// Calls on_line(line) for every line of `text`, without its '\n'; a last line without one counts.
+template <typename F>
+void for_each_line(std::string_view text, F&& on_line) {
+    while (!text.empty()) {
+        const auto end = text.find('\n');
+        on_line(text.substr(0, end));
+        if (end == std::string_view::npos) break;
+        text.remove_prefix(end + 1);
+    }
+}
+
 // A whole unsigned 64-bit decimal integer, optionally surrounded by whitespace, or hex with 0x prefix
 // when allow_hex is set. Empty text, signs, fractions, trailing garbage ("12abc", "N/A (no PMA)"), values
 // above 2^64-1 and embedded NUL bytes are rejected: the caller turns nullopt into a warning.

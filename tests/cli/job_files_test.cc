@@ -12,11 +12,13 @@
 #include <fstream>
 
 #include "libstallscope/model/snapshot_json.h"
+#include "tests/support/job_fixtures.h"
 #include "tests/support/run_process.h"
 
 using namespace stallscope;
 using stallscope::test::make_temp_dir;
 using stallscope::test::run_process;
+using stallscope::test::slurp;
 
 namespace {
 
@@ -33,11 +35,6 @@ void write_text(const std::string& path, const std::string& text) {
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
     out << text;
     REQUIRE(out.good());
-}
-
-std::string slurp(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
 // The fixture verdict as host `host` would have written it.

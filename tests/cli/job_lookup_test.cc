@@ -12,13 +12,12 @@
 #include "tests/support/run_process.h"
 
 using namespace stallscope;
+using stallscope::test::kFakeSacct;
 using stallscope::test::kJob4242;
 using stallscope::test::make_temp_dir;
 using stallscope::test::run_process;
 
 namespace {
-
-const std::string kFakeSacct = std::string(STALLSCOPE_SOURCE_DIR) + "/tests/cli/fake_sacct.py";
 
 // A PATH whose `sacct` is the fake, as on a login node: no --sacct needed.
 std::string path_with_fake_sacct() {

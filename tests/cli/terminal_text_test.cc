@@ -11,6 +11,7 @@
 #include "tests/support/run_process.h"
 
 using namespace stallscope;
+using stallscope::test::kFakeSacct;
 using stallscope::test::kJob4242;
 using stallscope::test::make_temp_dir;
 using stallscope::test::run_process;
@@ -21,7 +22,6 @@ namespace {
 const std::string kVerdict =
     std::string(STALLSCOPE_FIXTURES_DIR) + "/timelines/job-4343/verdict.0.node-02.json";
 const std::string kScenarioDir = std::string(STALLSCOPE_SOURCE_DIR) + "/tests/scenarios/";
-const std::string kFakeSacctScript = std::string(STALLSCOPE_SOURCE_DIR) + "/tests/cli/fake_sacct.py";
 // ESC ] 0 ; title BEL (OSC), ESC [ 31 m (CSI), U+009B (C1 CSI in UTF-8), U+202E (right-to-left override).
 const std::string kHostile =
     "x\x1b]0;pwned\x07\x1b[31m\xc2\x9b"
@@ -88,7 +88,7 @@ TEST_CASE("L2: replay, html and report stderr name hostile file names escaped") 
 }
 
 TEST_CASE("L2: jobs escapes UTF-8-encoded C1 controls that arrive %-encoded in a segment") {
-    const auto r = run_process({STALLSCOPE_EXE, "jobs", "--sacct", kFakeSacctScript}, {"FAKE_SACCT_C1=1"});
+    const auto r = run_process({STALLSCOPE_EXE, "jobs", "--sacct", kFakeSacct}, {"FAKE_SACCT_C1=1"});
     REQUIRE_MESSAGE(r.exit_code == 0, r.err);
     CHECK(r.out.find("104") != std::string::npos);
     CHECK(r.out.find("x\\xc2\\x9b2J\\xc2\\x9d0;PWNED\\x07y") != std::string::npos);
@@ -139,7 +139,7 @@ TEST_CASE(
     std::filesystem::create_directory(cwd + "/103");
     std::filesystem::copy_file(kVerdict, cwd + "/103/verdict.0.node-02.json");
     const auto r = run_process({"/usr/bin/env", "-C", cwd, STALLSCOPE_EXE, "compare", "103", "job:103",
-                                "--sacct", kFakeSacctScript, "--json"},
+                                "--sacct", kFakeSacct, "--json"},
                                {"FAKE_SACCT_JOB_DIR=" + kJob4242});
     REQUIRE_MESSAGE(r.exit_code == 0, r.err);
     const Json j = Json::parse(r.out);

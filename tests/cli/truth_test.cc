@@ -8,10 +8,12 @@
 
 #include "libstallscope/model/snapshot_json.h"
 #include "tests/cli/fixture_env.h"
+#include "tests/support/job_fixtures.h"
 #include "tests/support/run_process.h"
 
 using namespace stallscope;
 using stallscope::test::fixture_node_env;
+using stallscope::test::kFakeSacct;
 using stallscope::test::make_temp_dir;
 using stallscope::test::run_process;
 
@@ -22,8 +24,6 @@ std::size_t count_of(const std::string& text, const std::string& what) {
     for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) ++n;
     return n;
 }
-
-const std::string kFakeSacct = std::string(STALLSCOPE_SOURCE_DIR) + "/tests/cli/fake_sacct.py";
 
 }  // namespace
 

@@ -13,6 +13,9 @@ namespace stallscope::test {
 inline const std::string kJob4242 = std::string(STALLSCOPE_FIXTURES_DIR) + "/timelines/job-4242";
 inline const std::string kJob4343 = std::string(STALLSCOPE_FIXTURES_DIR) + "/timelines/job-4343";
 
+// A stand-in for sacct that answers from committed records (the CLI's --sacct, or a PATH entry).
+inline const std::string kFakeSacct = std::string(STALLSCOPE_TESTS_DIR) + "/cli/fake_sacct.py";
+
 // The file's bytes; "" when it cannot be read (the caller's CHECKs then fail on the content).
 inline std::string slurp(const std::string& path) {
     std::ifstream in(path, std::ios::binary);

@@ -1,7 +1,6 @@
 // AMD GPUs from <sysfs>/class/drm/card<N>/device (vendor 0x1002). Per-sample files are kept open
 // (CounterFile: one pread each); identity (PCI id, unique_id, product name) and the file layout are
 // read once, on the first sample.
-#include <dirent.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,16 +18,9 @@ namespace stallscope {
 
 namespace {
 
-std::vector<std::string> list_dir(const std::string& path) {
-    std::vector<std::string> names;
-    if (DIR* dir = ::opendir(path.c_str())) {
-        while (const dirent* entry = ::readdir(dir)) {
-            if (entry->d_name[0] != '.') names.emplace_back(entry->d_name);
-        }
-        ::closedir(dir);
-    }
-    std::sort(names.begin(), names.end());
-    return names;
+// An absent directory (no RAS, no hwmon) has no entries.
+std::vector<std::string> entries_or_none(const std::string& path) {
+    return directory_entries(path).value_or(std::vector<std::string>{});
 }
 
 bool file_exists(const std::string& path) {
@@ -41,12 +33,6 @@ std::optional<int> card_number(const std::string& name) {
     auto number = parse_u64(std::string_view(name).substr(4));
     if (!number || *number > 4096) return std::nullopt;
     return static_cast<int>(*number);
-}
-
-std::string read_small(const std::string& path) {
-    std::string error;
-    auto text = read_text_file(path, error, 4096);
-    return text ? std::string(trim(*text)) : std::string();
 }
 
 struct AmdCard {
@@ -81,11 +67,12 @@ class AmdgpuSource final : public Source {
   private:
     void discover(Snapshot& snapshot) {
         discovered_ = true;
-        for (const auto& entry : list_dir(drm_dir_)) {
+        for (const auto& entry : entries_or_none(drm_dir_)) {
             const auto number = card_number(entry);
             if (!number) continue;
             const std::string dev = drm_dir_ + "/" + entry + "/device";
-            if (read_small(dev + "/vendor") != "0x1002") continue;  // NVIDIA, the BMC's ASPEED VGA, ...
+            if (read_attribute_text(dev + "/vendor") != "0x1002")
+                continue;  // NVIDIA, the BMC's ASPEED VGA, ...
 
             AmdCard card;
             Gpu& id = card.identity;
@@ -107,15 +94,15 @@ class AmdgpuSource final : public Source {
                 id.pci_bus_id = *pci;
             else
                 snapshot.warnings.push_back("amdgpu: " + dev + ": no PCI bus id (uevent PCI_SLOT_NAME)");
-            id.uuid = read_small(dev + "/unique_id");
-            id.name = read_small(dev + "/product_name");
-            if (id.name.empty()) id.name = "AMD GPU " + read_small(dev + "/device");
+            id.uuid = read_attribute_text(dev + "/unique_id");
+            id.name = read_attribute_text(dev + "/product_name");
+            if (id.name.empty()) id.name = "AMD GPU " + read_attribute_text(dev + "/device");
 
             card.busy = per_sample_file(dev + "/gpu_busy_percent", snapshot);
             card.vram_used = per_sample_file(dev + "/mem_info_vram_used", snapshot);
             card.vram_total = per_sample_file(dev + "/mem_info_vram_total", snapshot);
             find_hwmon(dev, card, snapshot);
-            for (const auto& name : list_dir(dev + "/ras")) {
+            for (const auto& name : entries_or_none(dev + "/ras")) {
                 if (name.size() > 10 && name.compare(name.size() - 10, 10, "_err_count") == 0)
                     card.ras.emplace_back(dev + "/ras/" + name);
             }
@@ -132,7 +119,7 @@ class AmdgpuSource final : public Source {
 
     void find_hwmon(const std::string& dev, AmdCard& card, Snapshot& snapshot) {
         std::string hwmon;
-        for (const auto& name : list_dir(dev + "/hwmon")) {
+        for (const auto& name : entries_or_none(dev + "/hwmon")) {
             if (name.compare(0, 5, "hwmon") == 0) {
                 hwmon = dev + "/hwmon/" + name;
                 break;
@@ -151,7 +138,7 @@ class AmdgpuSource final : public Source {
         for (int n = 1; n <= 9; ++n) {
             const std::string input = hwmon + "/temp" + std::to_string(n) + "_input";
             if (file_exists(input))
-                sensors.emplace_back(n, read_small(hwmon + "/temp" + std::to_string(n) + "_label"));
+                sensors.emplace_back(n, read_attribute_text(hwmon + "/temp" + std::to_string(n) + "_label"));
         }
         if (auto choice = choose_temperature_sensor(sensors)) {
             card.temperature = CounterFile(hwmon + "/temp" + std::to_string(choice->input) + "_input");

@@ -3,24 +3,6 @@
 #include "libstallscope/util/parse_number.h"
 
 namespace stallscope {
-namespace {
-
-template <typename F>
-void for_each_line(std::string_view text, F on_line) {
-    while (!text.empty()) {
-        const auto end = text.find('\n');
-        on_line(text.substr(0, end));
-        if (end == std::string_view::npos) break;
-        text.remove_prefix(end + 1);
-    }
-}
-
-bool starts_with(std::string_view text, std::string_view prefix) {
-    return text.substr(0, prefix.size()) == prefix;
-}
-
-}  // namespace
-
 std::optional<SlurmCgroupPath> find_slurm_dirs(std::string_view path) {
     std::vector<std::string_view> parts;
     while (!path.empty()) {
@@ -36,17 +18,17 @@ std::optional<SlurmCgroupPath> find_slurm_dirs(std::string_view path) {
     };
     // Walk up: the innermost step_* wins (task_N/user dirs below it are the tasks', not Slurm's steps).
     for (std::size_t i = parts.size(); i-- > 1;) {
-        if (!starts_with(parts[i], "step_")) continue;
+        if (!parts[i].starts_with("step_")) continue;
         SlurmCgroupPath out;
         out.step_dir = join(i + 1);
         out.job_dir = join(i);
         out.step_id = std::string(parts[i].substr(5));
         const std::string_view job = parts[i - 1];
-        out.job_id = std::string(starts_with(job, "job_") ? job.substr(4) : job);
+        out.job_id = std::string(job.starts_with("job_") ? job.substr(4) : job);
         return out;
     }
     for (std::size_t i = parts.size(); i-- > 0;) {
-        if (!starts_with(parts[i], "job_") || parts[i].size() == 4) continue;
+        if (!parts[i].starts_with("job_") || parts[i].size() == 4) continue;
         SlurmCgroupPath out;
         out.job_dir = join(i + 1);
         out.job_id = std::string(parts[i].substr(4));
@@ -113,7 +95,7 @@ Counter single_value(std::string_view text, std::string_view file, std::vector<s
 std::optional<std::uint32_t> status_uid(std::string_view text) {
     std::optional<std::uint32_t> uid;
     for_each_line(text, [&](std::string_view line) {
-        if (uid || !starts_with(line, "Uid:")) return;
+        if (uid || !line.starts_with("Uid:")) return;
         std::string_view rest = trim(line.substr(4));
         const auto end = rest.find_first_of(" \t");
         if (auto v = parse_u64(rest.substr(0, end)); v && *v <= 0xffffffffULL)

@@ -11,14 +11,6 @@ bool contains(std::string_view text, std::string_view part) {
     return text.find(part) != std::string_view::npos;
 }
 
-bool ends_with(std::string_view text, std::string_view suffix) {
-    return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
-}
-
-bool starts_with(std::string_view text, std::string_view prefix) {
-    return text.substr(0, prefix.size()) == prefix;
-}
-
 }  // namespace
 
 bool is_backpressure_stat(std::string_view name) {
@@ -28,7 +20,7 @@ bool is_backpressure_stat(std::string_view name) {
         if (contains(name, part)) return true;
     if (name == "rx_buffer_passed_thres_phy") return true;
     // rx_prio3_marked: packets the NIC ECN-marked on priority 3 because its buffer was filling.
-    return starts_with(name, "rx_prio") && ends_with(name, "_marked");
+    return name.starts_with("rx_prio") && name.ends_with("_marked");
 }
 
 CounterMap parse_ethtool_stats_text(std::string_view text, std::string_view file,

@@ -9,8 +9,6 @@
 // their value stays null in every snapshot.
 #include "libstallscope/sources/infiniband/infiniband_source.h"
 
-#include <dirent.h>
-
 #include <algorithm>
 #include <cctype>
 #include <chrono>
@@ -50,26 +48,12 @@ bool natural_less(const std::string& a, const std::string& b) {
     return a.size() - i < b.size() - j;
 }
 
-// Entry names of a directory (symlinks included: class/infiniband/* are links), naturally sorted.
-// nullopt when the directory cannot be opened.
-std::optional<std::vector<std::string>> list_dir(const std::string& path) {
-    DIR* dir = ::opendir(path.c_str());
-    if (!dir) return std::nullopt;
-    std::vector<std::string> names;
-    while (const dirent* entry = ::readdir(dir)) {
-        const std::string_view n = entry->d_name;
-        if (n == "." || n == "..") continue;
-        names.emplace_back(n);
-    }
-    ::closedir(dir);
-    std::sort(names.begin(), names.end(), natural_less);
+// Entry names of a directory (symlinks included: class/infiniband/* are links), naturally sorted
+// (mlx5_2 before mlx5_10). nullopt when the directory cannot be opened.
+std::optional<std::vector<std::string>> naturally_sorted_entries(const std::string& path) {
+    auto names = directory_entries(path);
+    if (names) std::sort(names->begin(), names->end(), natural_less);
     return names;
-}
-
-std::string read_small(const std::string& path) {
-    std::string error;
-    auto text = read_text_file(path, error, 4096);
-    return text ? std::string(trim(*text)) : std::string();
 }
 
 struct CounterReader {
@@ -100,13 +84,13 @@ struct PortReader {
 // The netdev behind a port: gid_attrs/ndevs/0 (RoCE, kernel >= 5.x), else the one <dev>/device/net/*
 // entry, else the entry whose dev_port is port-1 (dual-port cards), else the first one.
 std::string find_netdev(const std::string& device_dir, const std::string& port_dir, int port) {
-    if (auto name = read_small(port_dir + "/gid_attrs/ndevs/0"); !name.empty()) return name;
+    if (auto name = read_attribute_text(port_dir + "/gid_attrs/ndevs/0"); !name.empty()) return name;
     const std::string net_dir = device_dir + "/device/net";
-    auto netdevs = list_dir(net_dir);
+    auto netdevs = naturally_sorted_entries(net_dir);
     if (!netdevs || netdevs->empty()) return {};
     if (netdevs->size() == 1) return netdevs->front();
     for (const auto& name : *netdevs) {
-        auto dev_port = parse_u64(read_small(net_dir + "/" + name + "/dev_port"));
+        auto dev_port = parse_u64(read_attribute_text(net_dir + "/" + name + "/dev_port"));
         if (dev_port && *dev_port + 1 == static_cast<std::uint64_t>(port)) return name;
     }
     return netdevs->front();
@@ -114,7 +98,7 @@ std::string find_netdev(const std::string& device_dir, const std::string& port_d
 
 std::vector<CounterReader> counter_readers(const std::string& dir) {
     std::vector<CounterReader> readers;
-    if (auto names = list_dir(dir)) {
+    if (auto names = naturally_sorted_entries(dir)) {
         // Byte order, not natural order: CounterMap is a std::map, so the snapshot fills it with hints.
         std::sort(names->begin(), names->end());
         readers.reserve(names->size());
@@ -181,11 +165,11 @@ class InfinibandSource final : public Source {
         for (auto& p : ports_) previous.emplace(p.key(), std::move(p));
         ports_.clear();
         // No class/infiniband is the normal case on a node without RDMA: no warning.
-        auto devices = list_dir(class_dir_);
+        auto devices = naturally_sorted_entries(class_dir_);
         if (!devices) return;
         for (const auto& device : *devices) {
             const std::string device_dir = class_dir_ + "/" + device;
-            auto ports = list_dir(device_dir + "/ports");
+            auto ports = naturally_sorted_entries(device_dir + "/ports");
             if (!ports) {
                 warn_once(device_dir, device_dir + "/ports: unreadable; device skipped", warnings);
                 continue;
@@ -200,7 +184,7 @@ class InfinibandSource final : public Source {
                 reader.state = CounterFile(dir + "/state");
                 reader.phys_state = CounterFile(dir + "/phys_state");
                 reader.rate = CounterFile(dir + "/rate");
-                reader.link_layer = read_small(dir + "/link_layer");
+                reader.link_layer = read_attribute_text(dir + "/link_layer");
                 if (reader.link_layer.empty())
                     warn_once(dir + "/link_layer", dir + "/link_layer: missing or empty", warnings);
                 reader.netdev = find_netdev(device_dir, dir, reader.port);

@@ -7,23 +7,16 @@
 
 #include "libstallscope/model/json_fields.h"
 #include "libstallscope/sources/nccl/ras_parse.h"
+#include "libstallscope/util/median.h"
 
 namespace stallscope::nccl {
 namespace {
 
 // ordered_json: the type json_fields::Reader reads (records are small; order is irrelevant here).
-using json = nlohmann::ordered_json;
+using OrderedJson = nlohmann::ordered_json;
 
 constexpr std::size_t kMaxPending = 8192;  // joined instances waiting for more ranks
 constexpr int kMaxPendingAge = 3;          // samples an instance may wait for the rest of its ranks
-
-double median(std::vector<double> v) {
-    if (v.empty()) return 0;
-    const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
-    std::nth_element(v.begin(), mid, v.end());
-    if (v.size() % 2) return *mid;
-    return (*mid + *std::max_element(v.begin(), mid)) / 2;
-}
 
 // Ranks and rank counts are ints; a 64-bit value outside int's range is as unusable as a missing one.
 int clamp_to_int(std::optional<std::int64_t> v, int fallback) {
@@ -31,7 +24,7 @@ int clamp_to_int(std::optional<std::int64_t> v, int fallback) {
     return static_cast<int>(*v);
 }
 
-std::optional<double> number(const json& o, const char* key) {
+std::optional<double> number(const OrderedJson& o, const char* key) {
     auto it = o.find(key);
     if (it == o.end() || !it->is_number()) return std::nullopt;  // "nan" is a string
     const double v = it->get<double>();
@@ -50,7 +43,7 @@ bool is_inspector_file_name(std::string_view name) {
 }
 
 std::optional<InspectorRecord> parse_inspector_line(std::string_view line, std::string& why) {
-    const json o = json::parse(line, nullptr, /*allow_exceptions=*/false);
+    const OrderedJson o = OrderedJson::parse(line, nullptr, /*allow_exceptions=*/false);
     if (o.is_discarded() || !o.is_object()) {
         why = "not a JSON object";
         return std::nullopt;

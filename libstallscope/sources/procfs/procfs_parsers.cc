@@ -11,17 +11,6 @@ namespace {
 
 constexpr std::string_view kSpaces = " \t";
 
-// Calls fn(line) for every line without its '\n'.
-template <typename Fn>
-void for_each_line(std::string_view text, Fn&& fn) {
-    while (!text.empty()) {
-        const auto nl = text.find('\n');
-        fn(text.substr(0, nl));
-        if (nl == std::string_view::npos) break;
-        text.remove_prefix(nl + 1);
-    }
-}
-
 // Next whitespace-separated token of `text`, consumed from it; empty at the end.
 std::string_view next_token(std::string_view& text) {
     const auto start = text.find_first_not_of(kSpaces);
@@ -57,7 +46,7 @@ Gauge gauge_field(std::string_view raw, std::string_view file, std::string_view 
 
 // The value of the first line "<key><spaces><value>" (vmstat, stat) or "<key>:<spaces><value>" (meminfo);
 // `key` includes the ':' where the format has one. nullopt when no line has that key.
-std::optional<std::string_view> keyed_value(std::string_view text, std::string_view key) {
+std::optional<std::string_view> keyed_text(std::string_view text, std::string_view key) {
     std::optional<std::string_view> found;
     for_each_line(text, [&](std::string_view line) {
         if (found || line.size() <= key.size() || line.substr(0, key.size()) != key) return;
@@ -96,7 +85,7 @@ void parse_meminfo(std::string_view text, std::string_view file, HostStats& out,
         {{&HostStats::mem_total_bytes, "MemTotal:"}, {&HostStats::mem_available_bytes, "MemAvailable:"}}};
     for (const auto& [member, key] : fields) {
         const auto name = key.substr(0, key.size() - 1);
-        auto raw = keyed_value(text, key);
+        auto raw = keyed_text(text, key);
         if (!raw) {
             warnings.push_back(field_warning(file, name, "missing"));
             continue;
@@ -124,7 +113,7 @@ void parse_stat(std::string_view text, std::string_view file, HostStats& out, Wa
     const std::array<std::pair<Counter HostStats::*, std::string_view>, 2> fields{
         {{&HostStats::procs_running, "procs_running"}, {&HostStats::procs_blocked, "procs_blocked"}}};
     for (const auto& [member, key] : fields) {
-        auto raw = keyed_value(text, key);
+        auto raw = keyed_text(text, key);
         if (!raw) {
             warnings.push_back(field_warning(file, key, "missing"));
             continue;
@@ -134,7 +123,7 @@ void parse_stat(std::string_view text, std::string_view file, HostStats& out, Wa
 }
 
 void parse_vmstat(std::string_view text, std::string_view file, HostStats& out, Warnings& warnings) {
-    auto raw = keyed_value(text, "oom_kill");
+    auto raw = keyed_text(text, "oom_kill");
     if (!raw) {
         warnings.push_back(field_warning(file, "oom_kill", "missing (kernel < 4.13?)"));
         return;
