@@ -62,9 +62,10 @@ step "plain build (debugoptimized): the binaries the real-daemon, cluster, brows
 # A new build dir skips full debug info (-g costs ~55 % of compile time here); an existing one is reused.
 # The unit and scenario suites run in the sanitizer build below, not here: compiling their ~150 test
 # objects twice was ~40 % of this build. `meson test` builds only what the selected tests depend on.
-# A unity build, as the sanitizer build below (why: there); the benchmarks are built file by file.
+# A unity build, one compiler run per target, as the sanitizer build below (why: there); the benchmarks are
+# built file by file. All of build/ (-O2): 581 CPU-seconds against 806 at 6 files per run (2026-11-28).
 if [ ! -f build/build.ninja ]; then
-  meson setup build -Ddebug=false -Doptimization=2 -Dunity=on -Dunity_size=6 >/dev/null || exit 1
+  meson setup build -Ddebug=false -Doptimization=2 -Dunity=on -Dunity_size=1000 >/dev/null || exit 1
 fi
 run_meson_tests -C build --suite plain --print-errorlogs
 
@@ -88,17 +89,19 @@ sanitizer_and_fuzz() {
     # of CPU, 2026-11-28). g++ without clang, and then no fuzz gate.
     # -g1 / -gline-tables-only: line tables only, enough for sanitizer reports, much cheaper to compile
     # than -g. No benchmarks: no test runs them, and they are ~20 of its objects (~40 s on 2 cores). A
-    # unity build (6 files per compiler run): every test file includes doctest and nlohmann/json and -O0 +
-    # ASan emits their inline code once per object; one test executable's files measured 83 s apart and
-    # 32 s as one unit. The cost: two file-local helpers of the same name in one target collide here
-    # (give them distinct names).
+    # unity build, one compiler run per target (-Dunity_size=1000: no target has that many files): every
+    # file includes nlohmann/json, most also doctest or simdjson, and -O0 + ASan emits their inline code
+    # once per compiler run. The whole build: 703 CPU-seconds against 1 078 at 6 files per run (2026-11-28,
+    # 2 vCPU). The cost: two file-local helpers of the same name in one target
+    # collide here; share one (libstallscope/util, tests/support) or give them names that say the
+    # difference.
     if command -v clang++ >/dev/null; then
       sanitizer_setup=(env CXX=clang++ meson setup build-asan -Dfuzz=true -Dcpp_args=-gline-tables-only)
     else
       sanitizer_setup=(meson setup build-asan -Dcpp_args=-g1)
     fi
     "${sanitizer_setup[@]}" -Db_sanitize=address,undefined -Db_lundef=false -Doptimization=0 -Ddebug=false \
-      -Dbench=false -Dunity=on -Dunity_size=6 >/dev/null || { echo "0 1 0" >"$1"; return; }
+      -Dbench=false -Dunity=on -Dunity_size=1000 >/dev/null || { echo "0 1 0" >"$1"; return; }
   fi
   if ninja -C build-asan; then
     # -O0 with sanitizers runs the CLI and scenario suites ~4x slower than the plain build: their

@@ -27,12 +27,12 @@ start=$(date +%s)
 
 # The targets need a clang build with ASan + UBSan and -Dfuzz=true (tests/fuzz/meson.build). CI passes its
 # sanitizer build (tests/run-all.sh: BUILD_DIR=build-asan, -O0, the unit tests' build, so the library is
-# compiled once for both); on its own this makes one at -O1 (explores ~2x faster). Unity (6 files per
-# compiler run): the files each include nlohmann/json and simdjson, whose inline code is then instrumented
-# once per 6 files.
+# compiled once for both); on its own this makes one at -O1 (explores ~2x faster). Unity (one compiler
+# run per target): the files each include nlohmann/json and simdjson, whose inline code is then
+# instrumented once per target.
 if [[ ! -f "$build/build.ninja" ]]; then
     CXX="${CXX:-clang++}" meson setup "$build" "$repo" -Dfuzz=true -Db_sanitize=address,undefined -Db_lundef=false \
-        -Doptimization=1 -Ddebug=false -Dcpp_args=-gline-tables-only -Dbench=false -Dunity=on -Dunity_size=6 \
+        -Doptimization=1 -Ddebug=false -Dcpp_args=-gline-tables-only -Dbench=false -Dunity=on -Dunity_size=1000 \
         >/dev/null
 fi
 # ninja prints compile and link errors on stdout: keep them, and show them when the build fails.
