@@ -93,9 +93,8 @@ sanitizer_and_fuzz() {
     # unity build, one compiler run per target (-Dunity_size=1000: no target has that many files): every
     # file includes nlohmann/json, most also doctest or simdjson, and -O0 + ASan emits their inline code
     # once per compiler run. The whole build: 703 CPU-seconds against 1 078 at 6 files per run (2026-11-28,
-    # 2 vCPU). The cost: two file-local helpers of the same name in one target
-    # collide here; share one (libstallscope/util, tests/support) or give them names that say the
-    # difference.
+    # 2 vCPU). The cost: two file-local helpers of the same name in one target collide here; share one
+    # (libstallscope/util, tests/support) or give them names that say the difference.
     if command -v clang++ >/dev/null; then
       sanitizer_setup=(env CXX=clang++ meson setup build-asan -Dfuzz=true -Dcpp_args=-gline-tables-only)
     else

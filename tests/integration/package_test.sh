@@ -110,8 +110,9 @@ if command -v rpmbuild >/dev/null; then
   rpm_meson_args="-Dunity=on -Dunity_size=1000"
   # STALLSCOPE_PACKAGE_QUICK=1 (tests/run-all.sh sets it): compiled at -O0 (why: above). Its three targets
   # took 6.0 CPU-minutes at -O0 against 7.3 at -O2 (6 files per compiler run, this VM, 2026-11-28; most of
-  # it is parsing nlohmann/json and simdjson); one run per target, 105 CPU-seconds at -O0 against 305. What this part checks is the spec's own work (files, places, Requires, the
-  # declared Slurm release, a binary that runs), not the optimizer.
+  # it is parsing nlohmann/json and simdjson); one run per target, 105 CPU-seconds at -O0 against 305.
+  # What this part checks is the spec's own work (files, places, Requires, the declared Slurm release, a
+  # binary that runs), not the optimizer.
   if [ "${STALLSCOPE_PACKAGE_QUICK:-0}" = 1 ]; then
     rpm_meson_args+=" -Doptimization=0"
     echo "the RPM at -O0 (STALLSCOPE_PACKAGE_QUICK=1)"
